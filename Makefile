@@ -1,0 +1,32 @@
+# The two commands: `make bench` (the quick suite on this machine, then the HTML report) and `make test`.
+# Both install what they need first (Debian packages and the pinned Python packages).
+PY      := .venv/bin/python
+MOSBENCH := .venv/bin/mosbench
+QUICK_TESTS := getppid1 page_fault1 mmap1 open1 open3 lseek2 unlink2 context_switch1 futex3 pipe1
+QUICK   := $(addprefix micro/,$(QUICK_TESTS))
+
+.PHONY: bench test deps native lint bench-overhead clean
+deps:
+	bash scripts/install-deps
+
+native: deps
+	$(MAKE) -C native
+
+bench: native
+	$(MOSBENCH) run $(QUICK) --cores 1..max --trials 3 --warmup 1 --duration 2 --label quick
+	$(MOSBENCH) report latest -o report/report.html
+
+# Sampling cost against getppid at max cores, with and without the harness's per-second work.
+bench-overhead: native
+	$(PY) benchmarks/harness_overhead.py
+
+lint: deps
+	.venv/bin/ruff check mosbench tests benchmarks
+
+test: native lint
+	$(MAKE) -C native test
+	$(PY) -m pytest -q
+
+clean:
+	$(MAKE) -C native clean
+	rm -rf report

@@ -1,0 +1,3 @@
+from mosbench.cli import main
+
+main()

@@ -1,0 +1,92 @@
+"""CPU time over a measurement window: per-CPU /proc/stat deltas and the cgroup's own usage.
+
+These are the paper's right-hand axes: CPU time per unit of work, split user and system, plus how
+idle the measured CPUs were. /proc/stat counts in USER_HZ ticks; everything here is in seconds.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+# The order of the fields on a /proc/stat cpuN line (guest time is already inside user and nice).
+FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+@dataclass(frozen=True)
+class CpuTimes:
+    user: float = 0.0
+    nice: float = 0.0
+    system: float = 0.0
+    idle: float = 0.0
+    iowait: float = 0.0
+    irq: float = 0.0
+    softirq: float = 0.0
+    steal: float = 0.0
+
+    def __sub__(self, other: CpuTimes) -> CpuTimes:
+        return CpuTimes(*(getattr(self, f) - getattr(other, f) for f in FIELDS))
+
+    def __add__(self, other: CpuTimes) -> CpuTimes:
+        return CpuTimes(*(getattr(self, f) + getattr(other, f) for f in FIELDS))
+
+
+def parse_proc_stat(text: str, hz: int | None = None) -> dict[int, CpuTimes]:
+    """Per-CPU times in seconds from the text of /proc/stat (offline CPUs have no line)."""
+    hz = hz or os.sysconf("SC_CLK_TCK")
+    result: dict[int, CpuTimes] = {}
+    for line in text.splitlines():
+        if not line.startswith("cpu") or line.startswith("cpu "):
+            continue
+        name, *values = line.split()
+        ticks = [int(v) for v in values[: len(FIELDS)]]
+        ticks += [0] * (len(FIELDS) - len(ticks))
+        result[int(name[3:])] = CpuTimes(*(t / hz for t in ticks))
+    return result
+
+
+def read_proc_stat(path: Path = Path("/proc/stat")) -> dict[int, CpuTimes]:
+    return parse_proc_stat(path.read_text())
+
+
+@dataclass(frozen=True)
+class Usage:
+    """CPU time spent on the measured CPUs during a window."""
+
+    user: float  # user + nice
+    system: float  # system + irq + softirq
+    idle: float  # idle + iowait
+    steal: float
+    cpus: int
+
+    @property
+    def total(self) -> float:
+        return self.user + self.system + self.idle + self.steal
+
+    @property
+    def idle_fraction(self) -> float:
+        return self.idle / self.total if self.total > 0 else 0.0
+
+    @property
+    def busy_fraction(self) -> float:
+        return (self.user + self.system) / self.total if self.total > 0 else 0.0
+
+
+def usage(before: dict[int, CpuTimes], after: dict[int, CpuTimes], cpus: list[int] | tuple[int, ...]) -> Usage:
+    total = CpuTimes()
+    for cpu in cpus:
+        if cpu in before and cpu in after:
+            total = total + (after[cpu] - before[cpu])
+    return Usage(
+        user=total.user + total.nice,
+        system=total.system + total.irq + total.softirq,
+        idle=total.idle + total.iowait,
+        steal=total.steal,
+        cpus=len(cpus),
+    )
+
+
+def per_unit_us(seconds: float, work: float) -> float | None:
+    """CPU µs per unit of work, or None when nothing was done."""
+    return seconds * 1e6 / work if work > 0 else None

@@ -1,0 +1,231 @@
+"""The mosbench command line."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from mosbench import analysis, environment, journal, plan, store, topology, workloads
+from mosbench import placement as placing
+from mosbench.errors import UserError
+from mosbench.isolation import ISOLATIONS, preflight
+from mosbench.report import table
+
+console = Console()
+err_console = Console(stderr=True)
+
+EXIT_POINTS_FAILED = 3
+EXIT_INTERRUPTED = 130
+
+store_option = click.option("--store", "store_url", envvar="MOSBENCH_STORE", default=None,
+                            help="Results store: an SQLite path or a SQLAlchemy URL (postgresql+psycopg://…). "
+                                 f"Default {store.DEFAULT_PATH}.")
+
+
+def _comma_list(_ctx, _param, value: str | None) -> list[str] | None:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name=None, version=__import__("mosbench").__version__)
+def cli() -> None:
+    """Multicore OS-scalability benchmark: run kernel-intensive workloads at growing core counts."""
+
+
+@cli.command()
+@click.argument("selections", nargs=-1)
+@click.option("--cores", default=None, help="Core counts: 1,2,4..48,max (a..b doubles, a..b:s steps). "
+              "Default: 1, doublings and every L3/socket/SMT boundary of this machine.")
+@click.option("--variant", "--mode", "variants", callback=_comma_list, help="Variants to run (default all).")
+@click.option("--trials", default=3, show_default=True, type=click.IntRange(1, 100))
+@click.option("--duration", default=5.0, show_default=True, type=click.FloatRange(0.1), help="Window seconds.")
+@click.option("--warmup", default=2.0, show_default=True, type=click.FloatRange(0), help="Warm-up seconds.")
+@click.option("--interval", default=1.0, show_default=True, type=click.FloatRange(0),
+              help="Sampling period in seconds; 0 reads only the window's ends.")
+@click.option("--placement", type=click.Choice(placing.PLACEMENTS), default="pack", show_default=True)
+@click.option("--isolation", type=click.Choice(ISOLATIONS), default="cgroup", show_default=True,
+              help="cgroup (cpuset; affinity if none is mounted), affinity, or hotplug (offlines other CPUs).")
+@click.option("-p", "--param", "params", multiple=True, help="Workload parameter name=value or workload.name=value.")
+@click.option("--label", help="A name for this run (e.g. the kernel under test).")
+@click.option("--resume", "resume_ref", help="Finish an interrupted run (id or 'latest').")
+@store_option
+def run(selections, cores, variants, trials, duration, warmup, interval, placement, isolation, params, label,
+        resume_ref, store_url) -> None:
+    """Run SELECTIONS (workload or workload/test) over core counts, storing every point."""
+    from mosbench.runner import Runner  # the runner pulls in rich's live display; keep `list` fast
+
+    for action in journal.recover_stale():
+        err_console.print(f"[yellow]mosbench: cleaned up after an earlier run: {action}[/yellow]")
+    topo = topology.read()
+    db = store.Store(store_url)
+    isolation_mode = isolation
+    if resume_ref:
+        if selections:
+            raise UserError("--resume takes its plan from the stored run; give no workloads with it")
+        previous = db.run(resume_ref)
+        if previous["status"] == "complete":
+            raise UserError(f"run {previous['id']} is already complete")
+        the_plan = plan.Plan.from_json(previous["plan"])
+        isolation_mode = the_plan.isolation
+        placing.parse_core_counts(",".join(map(str, the_plan.cores)), topo)  # this machine still has them
+        preflight(isolation_mode)
+        run_id, skip = previous["id"], db.done_keys(previous["id"])
+        db.reopen_run(run_id)
+    else:
+        chosen = plan.resolve_selections(list(selections))
+        the_plan = plan.Plan(
+            selections=chosen, variants=plan.resolve_variants(chosen, variants),
+            cores=placing.parse_core_counts(cores, topo, placement), trials=trials, warmup=warmup,
+            duration=duration, interval=interval, placement=placement, isolation=isolation,
+            params=plan.resolve_params(chosen, list(params)),
+        )
+        preflight(isolation_mode)
+        env = environment.capture(topo)
+        run_id = db.create_run(the_plan.to_json(), env, shlex.join(["mosbench", *sys.argv[1:]]), label)
+        skip = set()
+    n = len(the_plan.points()) - len(skip)
+    per_point = (the_plan.warmup + the_plan.duration + 0.5)
+    err_console.print(f"run #{run_id}: {n} points, cores {the_plan.cores}, about {n * per_point / 60:.1f} min")
+    outcome = Runner(db, the_plan, topo, err_console).run(run_id, skip)
+    console.print(f"run #{run_id} {outcome.status}: {outcome.measured} points measured, {outcome.failed} failed. "
+                  f"See `mosbench show {run_id}` and `mosbench report {run_id}`.")
+    if outcome.failed:
+        sys.exit(EXIT_POINTS_FAILED)
+
+
+@cli.command("list")
+@click.argument("workload", required=False)
+def list_cmd(workload: str | None) -> None:
+    """Workloads, their tests, variants and parameters."""
+    chosen = [workloads.get(workload)] if workload else workloads.all_workloads()
+    for w in chosen:
+        console.print(f"[bold]{w.name}[/bold]: {w.description} (unit: {w.unit}, {w.kind})")
+        if w.paper:
+            console.print(f"  paper: {w.paper}")
+        console.print("  variants: " + "; ".join(f"{v.name} ({v.description})" for v in w.variants))
+        for p in w.params:
+            console.print(f"  -p {p.name}={p.default}{' ' + p.unit if p.unit else ''}: {p.help}")
+        tests = w.tests()
+        if tests and tests[0].name:
+            t = Table(show_header=False, box=None, padding=(0, 2))
+            for info in tests:
+                t.add_row(f"  {w.name}/{info.name}", info.description)
+            console.print(t)
+
+
+@cli.command()
+@store_option
+def runs(store_url) -> None:
+    """Stored runs."""
+    t = Table()
+    for col in ("id", "label", "status", "started", "host", "kernel", "points", "failed", "command"):
+        t.add_column(col)
+    for r in store.Store(store_url).list_runs():
+        env = r["environment"]
+        t.add_row(str(r["id"]), r["label"] or "", r["status"], r["started_at"].strftime("%Y-%m-%d %H:%M"),
+                  env.get("hostname", ""), env.get("kernel", ""), str(r["points"]), str(r["failed"]), r["command"])
+    console.print(t)
+
+
+@cli.command()
+@click.argument("run_ref", default="latest")
+@store_option
+def show(run_ref, store_url) -> None:
+    """A run as a terminal table (RUN is an id or 'latest')."""
+    db = store.Store(store_url)
+    r = db.run(run_ref)
+    series = analysis.build_series(db.points(r["id"]))
+    # Piped output has no width to fit: give the tables room rather than cut numbers.
+    console = globals()["console"] if sys.stdout.isatty() else Console(width=160)
+    console.print(f"run #{r['id']} ({r['status']}) on {r['environment']['hostname']}, "
+                  f"kernel {r['environment']['kernel']}: {r['environment'].get('topology_summary', '')}")
+    for t in table.series_tables(series):
+        console.print(t)
+    console.print(table.summary_table(series))
+
+
+@cli.command()
+@click.argument("run_refs", nargs=-1)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("report/report.html"),
+              show_default=True)
+@store_option
+def report(run_refs, output: Path, store_url) -> None:
+    """HTML report of one run, or of several compared (figures also as PNG and SVG beside it)."""
+    from mosbench.report import html
+
+    output.parent.mkdir(parents=True, exist_ok=True)
+    path = html.write(store.Store(store_url), list(run_refs) or ["latest"], output)
+    console.print(f"wrote {path} (figures in {path.parent / (path.stem + '_files')})")
+
+
+@cli.command()
+@click.argument("run_ref", default="latest")
+@click.option("--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@store_option
+def export(run_ref, fmt, output, store_url) -> None:
+    """A run's points as CSV or JSON (JSON includes the run, samples and logs)."""
+    import csv
+    import io
+    import json
+
+    db = store.Store(store_url)
+    r = db.run(run_ref)
+    if fmt == "json":
+        text = json.dumps({"run": json.loads(store.dumps([r]))[0],
+                           "points": json.loads(store.dumps(db.points(r["id"], with_logs=True)))}, indent=1)
+    else:
+        rows = db.points(r["id"])
+        buf = io.StringIO()
+        skip = {"samples", "metrics"}
+        fields = [k for k in (rows[0] if rows else {}) if k not in skip]
+        writer = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: store.to_jsonable(v) for k, v in row.items()})
+        text = buf.getvalue()
+    if output:
+        output.write_text(text)
+    else:
+        sys.stdout.write(text)
+
+
+@cli.command()
+def doctor() -> None:
+    """What this machine supports: topology, cgroups, hotplug, perf events, huge pages, packages."""
+    from mosbench import doctor as checks
+
+    for action in journal.recover_stale():
+        console.print(f"cleaned up after an earlier run: {action}")
+    t = Table(show_header=False)
+    for what, finding, ok in checks.checks():
+        t.add_row(("[green]✓[/green] " if ok else "[yellow]![/yellow] ") + what, finding)
+    console.print(t)
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except UserError as e:
+        err_console.print(f"mosbench: {e}", style="red", markup=False, highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except click.exceptions.Abort:
+        err_console.print("mosbench: interrupted")
+        sys.exit(EXIT_INTERRUPTED)
+    except KeyboardInterrupt:
+        err_console.print("mosbench: interrupted; finished points are kept (`mosbench run --resume latest`)")
+        sys.exit(EXIT_INTERRUPTED)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""A file per run listing what the run changed on the machine, so a crash cannot leave it behind.
+
+Every cgroup made, CPU offlined and process started is written down before it takes effect and
+crossed off when undone. A run that dies without cleaning up (SIGKILL, power loss of the harness)
+leaves its journal; the next mosbench command finds journals whose owner is gone and undoes them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import tempfile
+import time
+from pathlib import Path
+
+
+def state_dir() -> Path:
+    env = os.environ.get("MOSBENCH_STATE")
+    candidates = [Path(env)] if env else [Path("/run/mosbench"), Path(tempfile.gettempdir()) / "mosbench-state"]
+    for d in candidates:
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            if os.access(d, os.W_OK):
+                return d
+        except OSError:
+            continue
+    raise OSError("no writable state directory for the run journal (set MOSBENCH_STATE)")
+
+
+def process_start_time(pid: int) -> int | None:
+    """The kernel's start time of pid in ticks: with the pid, it names one process even after pid reuse."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def is_same_process(pid: int, start: int | None) -> bool:
+    now = process_start_time(pid)
+    return now is not None and (start is None or now == start)
+
+
+class Journal:
+    def __init__(self, directory: Path | None = None):
+        self.path = (directory or state_dir()) / f"run-{os.getpid()}.json"
+        self.data: dict = {
+            "owner": os.getpid(),
+            "owner_start": process_start_time(os.getpid()),
+            "cgroups": [],
+            "offlined": [],
+            "procs": [],
+        }
+        self._save()
+
+    def _save(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data))
+        tmp.replace(self.path)
+
+    def _add(self, key: str, item) -> None:
+        if item not in self.data[key]:
+            self.data[key].append(item)
+            self._save()
+
+    def _remove(self, key: str, item) -> None:
+        if item in self.data[key]:
+            self.data[key].remove(item)
+            self._save()
+
+    def add_cgroup(self, path: Path) -> None:
+        self._add("cgroups", str(path))
+
+    def remove_cgroup(self, path: Path) -> None:
+        self._remove("cgroups", str(path))
+
+    def add_offlined(self, cpu: int) -> None:
+        self._add("offlined", cpu)
+
+    def remove_offlined(self, cpu: int) -> None:
+        self._remove("offlined", cpu)
+
+    def add_proc(self, pid: int) -> None:
+        self._add("procs", [pid, process_start_time(pid)])
+
+    def remove_proc(self, pid: int) -> None:
+        self.data["procs"] = [p for p in self.data["procs"] if p[0] != pid]
+        self._save()
+
+    def close(self) -> None:
+        """Ends the journal; only call once everything it lists has been undone."""
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+
+def undo(data: dict) -> list[str]:
+    """Undoes what a journal lists: kill its processes, remove its cgroups, bring its CPUs back."""
+    done: list[str] = []
+    for pid, start in data.get("procs", []):
+        if is_same_process(pid, start):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+                done.append(f"killed process {pid}")
+    # Deepest first: a parent cgroup cannot be removed while it has children.
+    for cg in sorted(data.get("cgroups", []), key=lambda p: p.count("/"), reverse=True):
+        path = Path(cg)
+        if path.is_dir():
+            kill_cgroup_procs(path)
+            if remove_cgroup_dir(path):
+                done.append(f"removed cgroup {cg}")
+    for cpu in data.get("offlined", []):
+        online = Path(f"/sys/devices/system/cpu/cpu{cpu}/online")
+        with contextlib.suppress(OSError):
+            if online.read_text().strip() == "0":
+                online.write_text("1")
+                done.append(f"brought CPU {cpu} back online")
+    return done
+
+
+def kill_cgroup_procs(path: Path) -> None:
+    """SIGKILLs every process in a cgroup (our own: only ever called on groups a run created)."""
+    kill_file = path / "cgroup.kill"
+    if kill_file.exists():
+        with contextlib.suppress(OSError):
+            kill_file.write_text("1")
+    for _ in range(50):
+        try:
+            pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]
+        except OSError:
+            return
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.02)
+
+
+def remove_cgroup_dir(path: Path, timeout: float = 5.0) -> bool:
+    """rmdir, retried while just-killed processes finish exiting."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            path.rmdir()
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+
+
+def recover_stale(directory: Path | None = None) -> list[str]:
+    """Finds journals of runs that died without cleaning up and undoes them."""
+    try:
+        d = directory or state_dir()
+    except OSError:
+        return []
+    actions: list[str] = []
+    for f in sorted(d.glob("run-*.json")):
+        try:
+            data = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        if is_same_process(data["owner"], data.get("owner_start")):
+            continue  # that run is still going
+        actions.extend(undo(data))
+        with contextlib.suppress(FileNotFoundError):
+            f.unlink()
+    return actions

@@ -1,0 +1,119 @@
+"""What a run measures: workload/test selections × variants × core counts × trials, and how."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from mosbench import workloads
+from mosbench.errors import UserError
+
+
+@dataclass(frozen=True)
+class PointKey:
+    workload: str
+    test: str
+    variant: str
+    cores: int
+    trial: int
+
+    def label(self) -> str:
+        name = f"{self.workload}/{self.test}" if self.test else self.workload
+        return f"{name} {self.variant} {self.cores} cores trial {self.trial}"
+
+
+@dataclass
+class Plan:
+    selections: list[tuple[str, str]]  # (workload, test); test "" for a workload without tests
+    variants: dict[str, list[str]]  # per workload
+    cores: list[int]
+    trials: int = 3
+    warmup: float = 2.0
+    duration: float = 5.0
+    interval: float = 1.0  # sampling period; 0 samples only the window's ends
+    placement: str = "pack"
+    isolation: str = "cgroup"
+    params: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def points(self) -> list[PointKey]:
+        """Variants innermost, so a stock/scalable pair is measured side by side in time."""
+        return [
+            PointKey(w, t, v, n, trial)
+            for w, t in self.selections
+            for n in self.cores
+            for trial in range(1, self.trials + 1)
+            for v in self.variants[w]
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Plan:
+        data = dict(data)
+        data["selections"] = [tuple(s) for s in data["selections"]]
+        return cls(**data)
+
+
+def resolve_selections(names: list[str]) -> list[tuple[str, str]]:
+    """"micro" → every micro test; "micro/open1" → that one; an unknown name is a UserError."""
+    selections: list[tuple[str, str]] = []
+    for name in names:
+        wname, _, test = name.partition("/")
+        w = workloads.get(wname)
+        w.check_available()
+        known = [t.name for t in w.tests()]
+        if test:
+            if test not in known:
+                raise UserError(f"unknown test {name!r} (see `mosbench list {wname}`)")
+            chosen = [test]
+        else:
+            chosen = known
+        for t in chosen:
+            if (wname, t) not in selections:
+                selections.append((wname, t))
+    if not selections:
+        raise UserError("nothing to run: name a workload, e.g. `mosbench run micro`")
+    return selections
+
+
+def resolve_variants(selections: list[tuple[str, str]], wanted: list[str] | None) -> dict[str, list[str]]:
+    result: dict[str, list[str]] = {}
+    for wname in dict.fromkeys(w for w, _ in selections):
+        known = [v.name for v in workloads.get(wname).variants]
+        if not wanted:
+            result[wname] = known
+            continue
+        unknown = [v for v in wanted if v not in known]
+        if unknown:
+            raise UserError(f"workload {wname} has no variant {unknown[0]!r} (it has {', '.join(known)})")
+        result[wname] = list(wanted)
+    return result
+
+
+def resolve_params(selections: list[tuple[str, str]], settings: list[str]) -> dict[str, dict[str, Any]]:
+    """-p name=value (applies to every selected workload that has it) or -p workload.name=value."""
+    result: dict[str, dict[str, Any]] = {}
+    wnames = list(dict.fromkeys(w for w, _ in selections))
+    for wname in wnames:
+        result[wname] = {p.name: p.default for p in workloads.get(wname).params}
+    for s in settings:
+        key, eq, value = s.partition("=")
+        if not eq:
+            raise UserError(f"bad parameter {s!r}: expected name=value")
+        scope, _, pname = key.rpartition(".")
+        targets = [scope] if scope else wnames
+        matched = False
+        for wname in targets:
+            if wname not in result:
+                raise UserError(f"parameter {s!r} names workload {wname!r}, which is not in this run")
+            for p in workloads.get(wname).params:
+                if p.name == pname:
+                    try:
+                        result[wname][pname] = p.parse(value)
+                    except ValueError:
+                        raise UserError(f"bad value for {key}: {value!r}") from None
+                    matched = True
+        if not matched:
+            raise UserError(f"no selected workload has a parameter {pname!r} (see `mosbench list`)")
+    return result

@@ -1,0 +1,100 @@
+"""Starting and ending a point's processes: into their group, journaled, and stopped by PID only."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from mosbench.isolation import Group
+from mosbench.journal import Journal
+
+_PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class Launcher:
+    def __init__(self, journal: Journal, logdir: Path):
+        self.journal = journal
+        self.logdir = logdir
+        self.procs: list[subprocess.Popen] = []
+
+    def spawn(self, name: str, argv: list[str], group: Group, env: dict[str, str] | None = None,
+              cwd: Path | None = None) -> subprocess.Popen:
+        """Starts argv inside group with stdout/stderr to <logdir>/<name>.{out,err}."""
+        self.logdir.mkdir(parents=True, exist_ok=True)
+
+        def enter() -> None:
+            # Dies with the harness even if the harness is SIGKILLed, and joins its group before exec,
+            # so every descendant is born confined and accounted.
+            _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+            group.join()
+
+        with open(self.logdir / f"{name}.out", "wb") as out, open(self.logdir / f"{name}.err", "wb") as err:
+            proc = subprocess.Popen(
+                argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env, cwd=cwd,
+                preexec_fn=enter, start_new_session=True,  # a terminal's Ctrl-C goes to us alone
+            )
+        self.journal.add_proc(proc.pid)
+        self.procs.append(proc)
+        return proc
+
+    def stop(self, proc: subprocess.Popen, grace: float = 5.0) -> int:
+        """SIGTERM, then SIGKILL after grace seconds; returns the exit status."""
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                proc.wait()
+        self.journal.remove_proc(proc.pid)
+        with contextlib.suppress(ValueError):
+            self.procs.remove(proc)
+        return proc.returncode
+
+    def stop_all(self) -> None:
+        for proc in reversed(list(self.procs)):
+            self.stop(proc)
+
+    def log_tail(self, name: str, lines: int = 20) -> str:
+        chunks = []
+        for suffix in ("err", "out"):
+            with contextlib.suppress(OSError):
+                text = (self.logdir / f"{name}.{suffix}").read_text(errors="replace")
+                if text.strip():
+                    chunks.append("\n".join(text.splitlines()[-lines:]))
+        return "\n".join(chunks)
+
+
+def wait_for(predicate, timeout: float, interval: float = 0.01) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()
+
+
+def pid_alive(pid: int) -> bool:
+    """True while pid runs; a zombie (reaped late by PID 1 on some hosts) counts as ended."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def alive_count(pids: list[int]) -> int:
+    return sum(pid_alive(p) for p in pids)
+
+
+def kill_if_alive(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)

@@ -1,0 +1,203 @@
+"""The results store: SQLite by default, PostgreSQL by URL, through SQLAlchemy Core.
+
+Every point is committed the moment it is measured. The schema is versioned: `MIGRATIONS[i]` takes a
+store from version i to i+1, and opening a store applies whatever it lacks.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine
+
+from mosbench.errors import UserError
+
+DEFAULT_PATH = Path("results") / "mosbench.sqlite"
+
+metadata = sa.MetaData()
+
+schema_version = sa.Table("schema_version", metadata, sa.Column("version", sa.Integer, nullable=False))
+
+runs = sa.Table(
+    "runs", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("label", sa.String(200)),
+    sa.Column("status", sa.String(20), nullable=False),  # running, complete, incomplete, failed
+    sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("finished_at", sa.DateTime(timezone=True)),
+    sa.Column("hostname", sa.String(200)),
+    sa.Column("command", sa.Text),
+    sa.Column("plan", sa.JSON, nullable=False),
+    sa.Column("environment", sa.JSON, nullable=False),
+)
+
+points = sa.Table(
+    "points", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("workload", sa.String(100), nullable=False),
+    sa.Column("test", sa.String(100), nullable=False),
+    sa.Column("variant", sa.String(100), nullable=False),
+    sa.Column("cores", sa.Integer, nullable=False),
+    sa.Column("trial", sa.Integer, nullable=False),
+    sa.Column("status", sa.String(20), nullable=False),  # ok, failed
+    sa.Column("reason", sa.Text),
+    sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("cpus", sa.Text, nullable=False),
+    sa.Column("loadgen_cpus", sa.Text),
+    sa.Column("loadgen_shared", sa.Boolean),
+    sa.Column("unit", sa.String(50)),
+    sa.Column("window_s", sa.Float),
+    sa.Column("work", sa.Float),
+    sa.Column("throughput", sa.Float),  # units of work per second, all cores
+    sa.Column("user_s", sa.Float),  # /proc/stat over the measured CPUs, the window
+    sa.Column("system_s", sa.Float),
+    sa.Column("idle_s", sa.Float),
+    sa.Column("steal_s", sa.Float),
+    sa.Column("cgroup_user_s", sa.Float),  # the workload's own tree, where the cgroup keeps it
+    sa.Column("cgroup_system_s", sa.Float),
+    sa.Column("metrics", sa.JSON),
+    sa.Column("samples", sa.JSON),
+    sa.Column("logs", sa.Text),
+    sa.UniqueConstraint("run_id", "workload", "test", "variant", "cores", "trial", name="one_point"),
+)
+sa.Index("points_by_run", points.c.run_id)
+
+
+def _v1(conn: Connection) -> None:
+    metadata.create_all(conn, tables=[runs, points])
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def url_from(store: str | None) -> str:
+    store = store or os.environ.get("MOSBENCH_STORE")
+    if not store:
+        DEFAULT_PATH.parent.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{DEFAULT_PATH}"
+    if "://" not in store:  # a plain path means an SQLite file
+        Path(store).parent.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{store}"
+    return store
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=10000")
+    cur.close()
+
+
+def now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class Store:
+    def __init__(self, url: str | None = None):
+        self.url = url_from(url)
+        try:
+            self.engine: Engine = sa.create_engine(self.url, future=True)
+            if self.engine.dialect.name == "sqlite":
+                event.listen(self.engine, "connect", _sqlite_pragmas)
+            self._migrate()
+        except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError) as e:
+            raise UserError(f"bad store URL {self.url!r}: {e}") from None
+        except sa.exc.OperationalError as e:
+            raise UserError(f"cannot open store {self.url!r}: {e.orig}") from None
+        except ModuleNotFoundError as e:
+            raise UserError(f"store {self.url!r} needs the Python module {e.name!r}") from None
+
+    def _migrate(self) -> None:
+        with self.engine.begin() as conn:
+            schema_version.create(conn, checkfirst=True)
+            current = conn.execute(sa.select(schema_version.c.version)).scalar()
+            if current is None:
+                conn.execute(schema_version.insert().values(version=0))
+                current = 0
+            if current > SCHEMA_VERSION:
+                raise UserError(f"store schema v{current} is newer than this mosbench (v{SCHEMA_VERSION})")
+            for version in range(current, SCHEMA_VERSION):
+                MIGRATIONS[version](conn)
+                conn.execute(schema_version.update().values(version=version + 1))
+
+    # Runs
+
+    def create_run(self, plan: dict, environment: dict, command: str, label: str | None = None) -> int:
+        with self.engine.begin() as conn:
+            result = conn.execute(runs.insert().values(
+                label=label, status="running", started_at=now(), hostname=environment.get("hostname"),
+                command=command, plan=plan, environment=environment,
+            ))
+            return int(result.inserted_primary_key[0])
+
+    def finish_run(self, run_id: int, status: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(runs.update().where(runs.c.id == run_id).values(status=status, finished_at=now()))
+
+    def reopen_run(self, run_id: int) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(runs.update().where(runs.c.id == run_id).values(status="running", finished_at=None))
+
+    def run(self, ref: str | int) -> dict[str, Any]:
+        """A run by id, or "latest"."""
+        with self.engine.connect() as conn:
+            if str(ref) == "latest":
+                row = conn.execute(sa.select(runs).order_by(runs.c.id.desc()).limit(1)).mappings().first()
+            else:
+                try:
+                    run_id = int(ref)
+                except ValueError:
+                    raise UserError(f"bad run reference {ref!r}: give a run id or 'latest'") from None
+                row = conn.execute(sa.select(runs).where(runs.c.id == run_id)).mappings().first()
+        if row is None:
+            raise UserError(f"no run {ref} in {self.url}")
+        return dict(row)
+
+    def list_runs(self) -> list[dict[str, Any]]:
+        count = sa.select(sa.func.count()).where(points.c.run_id == runs.c.id).scalar_subquery()
+        failed = (sa.select(sa.func.count())
+                  .where(points.c.run_id == runs.c.id, points.c.status == "failed").scalar_subquery())
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(runs, count.label("points"), failed.label("failed"))
+                                .order_by(runs.c.id)).mappings().all()
+        return [dict(r) for r in rows]
+
+    # Points
+
+    def add_point(self, run_id: int, **values: Any) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(points.insert().values(run_id=run_id, **values))
+
+    def points(self, run_id: int, with_logs: bool = False) -> list[dict[str, Any]]:
+        cols = [c for c in points.c if with_logs or c.name != "logs"]
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(*cols).where(points.c.run_id == run_id)
+                                .order_by(points.c.workload, points.c.test, points.c.variant,
+                                          points.c.cores, points.c.trial)).mappings().all()
+        return [dict(r) for r in rows]
+
+    def done_keys(self, run_id: int) -> set[tuple[str, str, str, int, int]]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(points.c.workload, points.c.test, points.c.variant,
+                                          points.c.cores, points.c.trial).where(points.c.run_id == run_id))
+            return {tuple(r) for r in rows}
+
+
+def to_jsonable(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        return value.isoformat()
+    return value
+
+
+def dumps(rows: list[dict[str, Any]]) -> str:
+    return json.dumps([{k: to_jsonable(v) for k, v in r.items()} for r in rows], indent=1)

@@ -1,0 +1,20 @@
+"""The workload registry: every workload mosbench can run, by name."""
+
+from __future__ import annotations
+
+from mosbench.errors import UserError
+from mosbench.workloads.base import Workload
+from mosbench.workloads.micro import Micro
+
+REGISTRY: dict[str, type[Workload]] = {w.name: w for w in (Micro,)}
+
+
+def get(name: str) -> Workload:
+    try:
+        return REGISTRY[name]()
+    except KeyError:
+        raise UserError(f"unknown workload {name!r} (known: {', '.join(sorted(REGISTRY))})") from None
+
+
+def all_workloads() -> list[Workload]:
+    return [cls() for cls in REGISTRY.values()]

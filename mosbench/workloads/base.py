@@ -1,0 +1,139 @@
+"""The interface every workload implements, and what the harness hands it.
+
+Lifecycle, per run: `check_available` (before anything is created), `setup` once (expensive work such
+as loading a database or unpacking a tree, cached), then per point `start` on a CPU set, which returns
+an Instance that the harness samples over the warm-up and the window and finally stops; `teardown`
+once at the end, also after errors.
+
+A workload reports cumulative work done; the harness turns it into throughput per second per core.
+"window" workloads run until stopped (servers, microbenchmarks); "job" workloads (a build, an index)
+finish on their own, and one job is the unit of work.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from mosbench.isolation import Group
+from mosbench.processes import Launcher
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    default: Any
+    help: str
+    unit: str = ""
+
+    def parse(self, text: str) -> Any:
+        kind = type(self.default)
+        if kind is bool:
+            return text.lower() in ("1", "true", "yes", "on")
+        return kind(text)
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    description: str
+
+
+@dataclass(frozen=True)
+class TestInfo:
+    name: str
+    description: str
+
+
+@dataclass
+class Sample:
+    work: float  # cumulative units of work since the instance started
+    per_task: list[float] | None = None
+
+
+@dataclass
+class RunContext:
+    """What a workload gets once per run."""
+
+    scratch: Path  # tmpfs directory of this run, removed at the end
+    cache: Path  # survives runs: unpacked corpora, loaded databases
+    params: dict[str, Any]
+
+
+@dataclass
+class PointContext:
+    """What a workload gets per point."""
+
+    run: RunContext
+    test: str
+    variant: str
+    cpus: tuple[int, ...]
+    group: Group
+    loadgen_cpus: tuple[int, ...]
+    loadgen_group: Group | None
+    launcher: Launcher
+    scratch: Path  # tmpfs directory of this point
+    timeout: float  # the instance must stop by itself after this many seconds
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.run.params
+
+
+class Instance(ABC):
+    """A workload running on one point's CPUs."""
+
+    @abstractmethod
+    def sample(self) -> Sample: ...
+
+    @abstractmethod
+    def check(self) -> None:
+        """Raises PointFailed if the workload died or reported an error."""
+
+    @abstractmethod
+    def stop(self) -> dict[str, Any]:
+        """Ends every process of the instance; returns the workload's own metrics. Idempotent."""
+
+    @property
+    def finished(self) -> bool:
+        """For job workloads: the job is done."""
+        return False
+
+    def logs(self) -> str:
+        return ""
+
+
+class Workload(ABC):
+    name: str
+    description: str
+    unit: str  # what one unit of work is, e.g. "op", "message", "job"
+    kind: Literal["window", "job"] = "window"
+    variants: tuple[Variant, ...]
+    params: tuple[Param, ...] = ()
+    paper: str = ""  # where it maps to the OSDI 2010 paper
+
+    def tests(self) -> list[TestInfo]:
+        """Sub-tests selectable as name/test; a workload without any has one unnamed test."""
+        return [TestInfo("", self.description)]
+
+    def loadgen_cores(self, cores: int, params: dict[str, Any]) -> int:
+        """CPUs the load generator wants for a point on `cores` CPUs; 0 for none."""
+        return 0
+
+    def check_available(self) -> None:
+        """Raises UserError naming what is missing (a package, a build) before a run starts."""
+
+    def setup(self, ctx: RunContext) -> None:
+        pass
+
+    @abstractmethod
+    def start(self, ctx: PointContext) -> Instance: ...
+
+    def teardown(self, ctx: RunContext) -> None:
+        pass
+
+    def unit_for(self, test: str) -> str:
+        return self.unit

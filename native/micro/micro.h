@@ -1,0 +1,84 @@
+/*
+ * micro.h - the interface between the microbenchmark runner and its testcases.
+ *
+ * A testcase is one small file that declares itself with MICRO_TEST(). The runner starts one task per
+ * CPU (a process or a thread, by --mode), pins it, calls the test's init hook, releases all tasks
+ * together through a start gate and then calls run(), which loops forever counting iterations with
+ * micro_count(). The runner ends tasks with SIGKILL on their process group, so run() needs no exit
+ * path and its loop carries no "should I stop" load.
+ *
+ * Each task's counter sits on its own 128-byte slot (two cache lines, so the adjacent-line prefetcher
+ * does not pair neighbours) in a MAP_SHARED region that the harness may also map read-only.
+ */
+#ifndef MOSBENCH_MICRO_H
+#define MOSBENCH_MICRO_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum micro_mode { MICRO_PROCS, MICRO_THREADS };
+
+struct micro_task {
+	unsigned nr;			/* 0 .. ntasks-1 */
+	unsigned ntasks;
+	int cpu;			/* the CPU this task (and any partner) is pinned to */
+	enum micro_mode mode;
+	const char *workdir;		/* private scratch directory of this run (tmpfs) */
+	void *shared;			/* test's shared area, MAP_SHARED, set up by prepare() */
+	void *priv;			/* test's per-task state, set by init() */
+	_Atomic uint64_t *iterations;
+};
+
+struct micro_test {
+	const char *name;
+	const char *description;
+	size_t shared_size;
+	/* Once, in the host process before any task starts. Returns 0 or an errno. */
+	int (*prepare)(void *shared, const char *workdir, unsigned ntasks);
+	/* In each task, pinned, before the start gate. Returns 0 or an errno. */
+	int (*init)(struct micro_task *t);
+	/* In each task after the gate: loops forever. */
+	void (*run)(struct micro_task *t);
+};
+
+#define MICRO_TEST(id, ...)                                                              \
+	static const struct micro_test micro_test_##id = { .name = #id, __VA_ARGS__ };   \
+	static const struct micro_test *const micro_test_ptr_##id                        \
+		__attribute__((used, section("micro_tests"))) = &micro_test_##id
+
+/* Single writer per counter: a relaxed load and store compile to a plain add, yet stay race-free. */
+static inline void micro_add(struct micro_task *t, uint64_t n)
+{
+	atomic_store_explicit(t->iterations,
+			      atomic_load_explicit(t->iterations, memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
+
+static inline void micro_count(struct micro_task *t)
+{
+	micro_add(t, 1);
+}
+
+/*
+ * Reports that a task cannot go on (a syscall failed in run()): records the errno and the message
+ * for the runner, then ends the task's host so the point is stored as failed, never as a number.
+ */
+_Noreturn void micro_fail(struct micro_task *t, const char *what, int err);
+
+/* Starts fn(arg) as a partner of task t on t's CPU: a thread in thread mode, a process otherwise. */
+int micro_spawn_partner(struct micro_task *t, void (*fn)(void *arg), void *arg);
+
+/* Helpers shared by the file tests: a path inside the run's scratch directory. */
+int micro_path(char *buf, size_t len, const char *workdir, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Creates (or truncates) a file of the given size filled with bytes; returns 0 or an errno. */
+int micro_make_file(const char *path, size_t size);
+
+#define MICRO_FAIL_ON(t, cond, what)                                        \
+	do {                                                                \
+		if (cond)                                                   \
+			micro_fail((t), (what), errno);                     \
+	} while (0)
+
+#endif

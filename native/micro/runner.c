@@ -1,0 +1,602 @@
+/*
+ * mosbench-micro: runs one will-it-scale style testcase on a list of CPUs, one task per CPU.
+ *
+ * Three process roles keep stopping simple and complete:
+ *   supervisor  this process: owns the scratch directory and the counter region, samples, stops;
+ *   host        a child in its own process group: runs prepare() and starts the tasks;
+ *   tasks       processes forked by the host (procs mode) or threads of the host (threads mode),
+ *               plus any partner a ping-pong test starts, all inside the host's process group.
+ * Stopping is one kill(-host, SIGKILL): every task and partner goes with it, by the group we made.
+ * Every process below the supervisor also has PR_SET_PDEATHSIG, so a killed supervisor leaves none.
+ *
+ * With --counters PATH the counter region is a file the mosbench harness maps to read the per-task
+ * counters whenever it samples; the runner then just runs until SIGTERM/SIGINT or --timeout. Without
+ * it the runner samples by itself once a second, warms up, and prints a SUMMARY line.
+ */
+#include "micro.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MICRO_MAGIC "MOSMICR1"
+#define MICRO_VERSION 1
+#define SLOT_STRIDE 128
+#define SLOTS_OFFSET 256
+#define READY_TIMEOUT_S 300
+
+enum micro_state { STATE_STARTING, STATE_RUNNING, STATE_FAILED, STATE_STOPPED };
+
+/* Layout read by mosbench/workloads/micro.py: keep both in step (MICRO_VERSION). */
+struct micro_header {
+	char magic[8];
+	uint32_t version;
+	uint32_t ntasks;
+	uint32_t slot_stride;
+	uint32_t slots_offset;
+	_Atomic uint32_t state;
+	_Atomic uint32_t ready;
+	_Atomic uint32_t go;
+	_Atomic int32_t fail_errno;
+	_Atomic int32_t fail_task;
+	char fail_what[128];
+};
+
+_Static_assert(sizeof(struct micro_header) <= SLOTS_OFFSET, "header overlaps the counter slots");
+
+extern const struct micro_test *const __start_micro_tests[];
+extern const struct micro_test *const __stop_micro_tests[];
+
+struct runner {
+	const struct micro_test *test;
+	enum micro_mode mode;
+	int *cpus;
+	unsigned ntasks;
+	char workdir[4096];
+	struct micro_header *hdr;
+	size_t region_size;
+	void *shared;
+};
+
+/* The task-side view of the run; set once in the host before tasks start, read-only afterwards. */
+static const struct runner *host_run;
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void sleep_s(double s)
+{
+	struct timespec ts = { .tv_sec = (time_t)s, .tv_nsec = (long)((s - (time_t)s) * 1e9) };
+	nanosleep(&ts, NULL);
+}
+
+static _Atomic uint64_t *slot(struct micro_header *hdr, unsigned nr)
+{
+	return (_Atomic uint64_t *)((char *)hdr + SLOTS_OFFSET + (size_t)nr * SLOT_STRIDE);
+}
+
+static int parse_cpus(const char *s, int **out, unsigned *n)
+{
+	size_t cap = 16, len = 0;
+	int *v = malloc(cap * sizeof(*v));
+	const char *p = s;
+
+	while (v && *p) {
+		char *end;
+		long a = strtol(p, &end, 10), b;
+		if (end == p || a < 0)
+			goto bad;
+		b = a;
+		if (*end == '-') {
+			p = end + 1;
+			b = strtol(p, &end, 10);
+			if (end == p || b < a)
+				goto bad;
+		}
+		for (long c = a; c <= b; c++) {
+			if (len == cap) {
+				int *nv = realloc(v, (cap *= 2) * sizeof(*v));
+				if (!nv)
+					goto bad;
+				v = nv;
+			}
+			v[len++] = (int)c;
+		}
+		if (*end == ',')
+			end++;
+		else if (*end)
+			goto bad;
+		p = end;
+	}
+	if (!v || !len)
+		goto bad;
+	*out = v;
+	*n = (unsigned)len;
+	return 0;
+bad:
+	free(v);
+	return -1;
+}
+
+static int pin_to(int cpu)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? errno : 0;
+}
+
+static void record_failure(struct micro_header *hdr, int task, const char *what, int err)
+{
+	int32_t none = -2;
+	/* First failure wins: it is the cause, later ones are usually its echoes. */
+	if (atomic_compare_exchange_strong(&hdr->fail_task, &none, task)) {
+		snprintf(hdr->fail_what, sizeof(hdr->fail_what), "%s", what);
+		atomic_store(&hdr->fail_errno, err);
+	}
+	atomic_store(&hdr->state, STATE_FAILED);
+}
+
+_Noreturn void micro_fail(struct micro_task *t, const char *what, int err)
+{
+	record_failure(host_run->hdr, (int)t->nr, what, err);
+	/* _exit is exit_group: in thread mode it ends the whole host, which the supervisor notices. */
+	_exit(1);
+}
+
+int micro_path(char *buf, size_t len, const char *workdir, const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(buf, len, "%s/", workdir);
+	if (n < 0 || (size_t)n >= len)
+		return ENAMETOOLONG;
+	va_start(ap, fmt);
+	int m = vsnprintf(buf + n, len - (size_t)n, fmt, ap);
+	va_end(ap);
+	return (m < 0 || (size_t)(n + m) >= len) ? ENAMETOOLONG : 0;
+}
+
+int micro_make_file(const char *path, size_t size)
+{
+	char block[4096];
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		return errno;
+	memset(block, 'x', sizeof(block));
+	for (size_t done = 0; done < size; done += sizeof(block)) {
+		if (write(fd, block, sizeof(block)) != (ssize_t)sizeof(block)) {
+			int err = errno ? errno : EIO;
+			close(fd);
+			return err;
+		}
+	}
+	return close(fd) ? errno : 0;
+}
+
+struct partner_start {
+	void (*fn)(void *);
+	void *arg;
+};
+
+static void *partner_thread(void *p)
+{
+	struct partner_start s = *(struct partner_start *)p;
+	free(p);
+	s.fn(s.arg);
+	return NULL;
+}
+
+int micro_spawn_partner(struct micro_task *t, void (*fn)(void *arg), void *arg)
+{
+	if (t->mode == MICRO_THREADS) {
+		pthread_t th;
+		pthread_attr_t attr;
+		cpu_set_t set;
+		struct partner_start *s = malloc(sizeof(*s));
+		if (!s)
+			return ENOMEM;
+		s->fn = fn;
+		s->arg = arg;
+		CPU_ZERO(&set);
+		CPU_SET(t->cpu, &set);
+		pthread_attr_init(&attr);
+		pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+		int err = pthread_create(&th, &attr, partner_thread, s);
+		pthread_attr_destroy(&attr);
+		if (err)
+			free(s);
+		else
+			pthread_detach(th);
+		return err;
+	}
+	pid_t pid = fork();
+	if (pid < 0)
+		return errno;
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		fn(arg);
+		_exit(0);
+	}
+	return 0;
+}
+
+static void task_main(const struct runner *r, unsigned nr)
+{
+	struct micro_task t = {
+		.nr = nr,
+		.ntasks = r->ntasks,
+		.cpu = r->cpus[nr],
+		.mode = r->mode,
+		.workdir = r->workdir,
+		.shared = r->shared,
+		.iterations = slot(r->hdr, nr),
+	};
+	int err = pin_to(t.cpu);
+	if (err)
+		micro_fail(&t, "sched_setaffinity (is the CPU online and in this cpuset?)", err);
+	if (r->test->init && (err = r->test->init(&t)))
+		micro_fail(&t, "init", err);
+	atomic_fetch_add(&r->hdr->ready, 1);
+	/* The gate: nobody counts until every task is set up, so the window sees all of them at work. */
+	while (!atomic_load_explicit(&r->hdr->go, memory_order_acquire))
+		sleep_s(0.0005);
+	r->test->run(&t);
+	micro_fail(&t, "run() returned", 0);
+}
+
+static void *task_thread(void *p)
+{
+	task_main(host_run, (unsigned)(uintptr_t)p);
+	return NULL;
+}
+
+static _Noreturn void host_main(const struct runner *r)
+{
+	host_run = r;
+	if (r->test->prepare) {
+		int err = r->test->prepare(r->shared, r->workdir, r->ntasks);
+		if (err) {
+			record_failure(r->hdr, -1, "prepare", err);
+			_exit(1);
+		}
+	}
+	if (r->mode == MICRO_THREADS) {
+		for (unsigned i = 0; i < r->ntasks; i++) {
+			pthread_t th;
+			int err = pthread_create(&th, NULL, task_thread, (void *)(uintptr_t)i);
+			if (err) {
+				record_failure(r->hdr, (int)i, "pthread_create", err);
+				_exit(1);
+			}
+		}
+		for (;;)
+			pause();
+	}
+	for (unsigned i = 0; i < r->ntasks; i++) {
+		pid_t pid = fork();
+		if (pid < 0) {
+			record_failure(r->hdr, (int)i, "fork", errno);
+			_exit(1);
+		}
+		if (pid == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			task_main(r, i);
+		}
+	}
+	/* Tasks never end on their own: the first one that does is a failure. */
+	int status;
+	pid_t pid = wait(&status);
+	if (atomic_load(&r->hdr->state) != STATE_FAILED) {
+		char what[96];
+		snprintf(what, sizeof(what), "task process %d ended (status 0x%x)", (int)pid, status);
+		record_failure(r->hdr, -1, what, 0);
+	}
+	_exit(1);
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+static uint64_t total_iterations(struct micro_header *hdr, unsigned n, uint64_t *per_task)
+{
+	uint64_t sum = 0;
+	for (unsigned i = 0; i < n; i++) {
+		per_task[i] = atomic_load_explicit(slot(hdr, i), memory_order_relaxed);
+		sum += per_task[i];
+	}
+	return sum;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: mosbench-micro --list\n"
+		"       mosbench-micro --test NAME --cpus LIST [--mode procs|threads] [--workdir DIR]\n"
+		"                      [--counters PATH | --warmup S --duration S] [--timeout S]\n");
+}
+
+static const struct micro_test *find_test(const char *name)
+{
+	for (const struct micro_test *const *t = __start_micro_tests; t < __stop_micro_tests; t++)
+		if (!strcmp((*t)->name, name))
+			return *t;
+	return NULL;
+}
+
+static int cmp_test(const void *a, const void *b)
+{
+	return strcmp((*(const struct micro_test *const *)a)->name,
+		      (*(const struct micro_test *const *)b)->name);
+}
+
+static void list_tests(void)
+{
+	size_t n = (size_t)(__stop_micro_tests - __start_micro_tests);
+	const struct micro_test **v = malloc(n * sizeof(*v));
+	if (!v)
+		return;
+	memcpy(v, __start_micro_tests, n * sizeof(*v));
+	qsort(v, n, sizeof(*v), cmp_test);
+	for (size_t i = 0; i < n; i++)
+		printf("%s\t%s\n", v[i]->name, v[i]->description);
+	free(v);
+}
+
+static int make_workdir(char *out, size_t len, const char *parent)
+{
+	const char *base = parent;
+	struct stat st;
+	if (!base)
+		base = (stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode)) ? "/dev/shm" : "/tmp";
+	if (snprintf(out, len, "%s/mosbench-micro.XXXXXX", base) >= (int)len)
+		return ENAMETOOLONG;
+	return mkdtemp(out) ? 0 : errno;
+}
+
+int main(int argc, char **argv)
+{
+	struct runner r = { .mode = MICRO_PROCS };
+	const char *test_name = NULL, *cpus = NULL, *counters = NULL, *workdir_parent = NULL;
+	double warmup = 1, duration = 5, timeout = 3600;
+	bool standalone;
+	static const struct option opts[] = {
+		{ "list", no_argument, NULL, 'l' },	  { "test", required_argument, NULL, 't' },
+		{ "mode", required_argument, NULL, 'm' }, { "cpus", required_argument, NULL, 'c' },
+		{ "counters", required_argument, NULL, 'C' },
+		{ "workdir", required_argument, NULL, 'w' },
+		{ "warmup", required_argument, NULL, 'W' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "timeout", required_argument, NULL, 'T' },
+		{ "help", no_argument, NULL, 'h' },	  { 0 }
+	};
+
+	for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+		switch (c) {
+		case 'l':
+			list_tests();
+			return 0;
+		case 't': test_name = optarg; break;
+		case 'm':
+			if (!strcmp(optarg, "procs"))
+				r.mode = MICRO_PROCS;
+			else if (!strcmp(optarg, "threads"))
+				r.mode = MICRO_THREADS;
+			else {
+				fprintf(stderr, "mosbench-micro: --mode must be procs or threads\n");
+				return 2;
+			}
+			break;
+		case 'c': cpus = optarg; break;
+		case 'C': counters = optarg; break;
+		case 'w': workdir_parent = optarg; break;
+		case 'W': warmup = atof(optarg); break;
+		case 'd': duration = atof(optarg); break;
+		case 'T': timeout = atof(optarg); break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (!test_name || !cpus) {
+		usage(stderr);
+		return 2;
+	}
+	if (!(r.test = find_test(test_name))) {
+		fprintf(stderr, "mosbench-micro: unknown test '%s' (see --list)\n", test_name);
+		return 2;
+	}
+	if (parse_cpus(cpus, &r.cpus, &r.ntasks)) {
+		fprintf(stderr, "mosbench-micro: bad CPU list '%s'\n", cpus);
+		return 2;
+	}
+	standalone = !counters;
+
+	r.region_size = SLOTS_OFFSET + (size_t)r.ntasks * SLOT_STRIDE;
+	int cfd = -1;
+	if (counters) {
+		cfd = open(counters, O_RDWR | O_CREAT | O_EXCL, 0644);
+		if (cfd < 0 || ftruncate(cfd, (off_t)r.region_size)) {
+			fprintf(stderr, "mosbench-micro: %s: %s\n", counters, strerror(errno));
+			return 1;
+		}
+	}
+	r.hdr = mmap(NULL, r.region_size, PROT_READ | PROT_WRITE,
+		     MAP_SHARED | (cfd < 0 ? MAP_ANONYMOUS : 0), cfd, 0);
+	if (r.hdr == MAP_FAILED) {
+		perror("mosbench-micro: mmap");
+		return 1;
+	}
+	if (cfd >= 0)
+		close(cfd);
+	memcpy(r.hdr->magic, MICRO_MAGIC, 8);
+	r.hdr->version = MICRO_VERSION;
+	r.hdr->ntasks = r.ntasks;
+	r.hdr->slot_stride = SLOT_STRIDE;
+	r.hdr->slots_offset = SLOTS_OFFSET;
+	atomic_store(&r.hdr->fail_task, -2);
+	if (r.test->shared_size) {
+		r.shared = mmap(NULL, r.test->shared_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+				-1, 0);
+		if (r.shared == MAP_FAILED) {
+			perror("mosbench-micro: mmap shared");
+			return 1;
+		}
+	}
+	int err = make_workdir(r.workdir, sizeof(r.workdir), workdir_parent);
+	if (err) {
+		fprintf(stderr, "mosbench-micro: scratch directory: %s\n", strerror(err));
+		return 1;
+	}
+
+	struct sigaction sa = { .sa_handler = on_stop_signal };
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	/* Output goes to a pipe the harness reads; a vanished reader must not kill us before cleanup. */
+	signal(SIGPIPE, SIG_IGN);
+
+	/*
+	 * Tasks and partners orphaned by the host's death come to us, not to PID 1, so we reap the whole
+	 * tree before exiting: no zombie outlives the run to keep its cgroup busy (PID 1 may reap late).
+	 */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	pid_t supervisor = getpid();
+	pid_t host = fork();
+	if (host < 0) {
+		perror("mosbench-micro: fork");
+		nftw(r.workdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+		return 1;
+	}
+	if (host == 0) {
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != supervisor)
+			_exit(1);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGINT, SIG_IGN); /* a terminal's Ctrl-C reaches the supervisor, which stops us */
+		host_main(&r);
+	}
+	setpgid(host, host); /* both sides set it, so no kill(-host) can race ahead of the child's */
+
+	int rc = 0, status;
+	bool host_gone = false;
+	double t0 = now_s(), deadline = t0 + timeout;
+	while (atomic_load(&r.hdr->ready) < r.ntasks && atomic_load(&r.hdr->state) != STATE_FAILED) {
+		if (waitpid(host, &status, WNOHANG) == host) {
+			host_gone = true;
+			break;
+		}
+		if (stop_requested || now_s() - t0 > READY_TIMEOUT_S)
+			break;
+		sleep_s(0.001);
+	}
+	bool started = !host_gone && atomic_load(&r.hdr->ready) == r.ntasks &&
+		       atomic_load(&r.hdr->state) != STATE_FAILED && !stop_requested;
+	if (started) {
+		atomic_store(&r.hdr->state, STATE_RUNNING);
+		atomic_store_explicit(&r.hdr->go, 1, memory_order_release);
+		printf("started test=%s mode=%s tasks=%u\n", r.test->name,
+		       r.mode == MICRO_PROCS ? "procs" : "threads", r.ntasks);
+		fflush(stdout);
+	}
+
+	uint64_t *per_task = calloc(r.ntasks, sizeof(*per_task));
+	uint64_t window_start = 0;
+	double t_start = now_s(), next_sample = t_start + 1;
+	unsigned sec = 0;
+	while (started && per_task) {
+		if (stop_requested || now_s() > deadline)
+			break;
+		if (atomic_load(&r.hdr->state) == STATE_FAILED)
+			break;
+		if (waitpid(host, &status, WNOHANG) == host) {
+			host_gone = true;
+			break;
+		}
+		if (standalone && now_s() >= next_sample) {
+			uint64_t total = total_iterations(r.hdr, r.ntasks, per_task);
+			sec++;
+			printf("sample %u total=%" PRIu64 " tasks=", sec, total);
+			for (unsigned i = 0; i < r.ntasks; i++)
+				printf("%s%" PRIu64, i ? "," : "", per_task[i]);
+			printf("\n");
+			fflush(stdout);
+			if (sec == (unsigned)warmup)
+				window_start = total;
+			if (sec >= (unsigned)(warmup + duration)) {
+				double secs = sec - (unsigned)warmup;
+				double ops = (double)(total - window_start) / secs;
+				printf("SUMMARY test=%s mode=%s tasks=%u warmup=%u duration=%.0f ops_per_sec=%.0f "
+				       "ops_per_sec_per_task=%.0f\n",
+				       r.test->name, r.mode == MICRO_PROCS ? "procs" : "threads", r.ntasks,
+				       (unsigned)warmup, secs, ops, ops / r.ntasks);
+				break;
+			}
+			next_sample += 1;
+		}
+		sleep_s(0.01);
+	}
+
+	kill(-host, SIGKILL);
+	if (!host_gone)
+		waitpid(host, &status, 0);
+	/* Partners may have left the host's group only by dying; everything left is ours to reap. */
+	kill(-host, SIGKILL);
+	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+		;
+	nftw(r.workdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+
+	bool failed = atomic_load(&r.hdr->state) == STATE_FAILED || host_gone || (!started && !stop_requested);
+	if (failed) {
+		int ferr = atomic_load(&r.hdr->fail_errno);
+		int ftask = atomic_load(&r.hdr->fail_task);
+		if (ftask != -2)
+			fprintf(stderr, "mosbench-micro: %s: task %d: %s%s%s\n", r.test->name, ftask,
+				r.hdr->fail_what, ferr ? ": " : "", ferr ? strerror(ferr) : "");
+		else if (host_gone)
+			fprintf(stderr, "mosbench-micro: %s: host process ended (status 0x%x)\n", r.test->name,
+				status);
+		else
+			fprintf(stderr, "mosbench-micro: %s: tasks not ready after %d s\n", r.test->name,
+				READY_TIMEOUT_S);
+		atomic_store(&r.hdr->state, STATE_FAILED);
+		rc = 1;
+	} else {
+		atomic_store(&r.hdr->state, STATE_STOPPED);
+	}
+	free(per_task);
+	free(r.cpus);
+	return rc;
+}

@@ -1,0 +1,36 @@
+from mosbench import accounting
+from tests.conftest import FIXTURES
+
+
+def test_recorded_vm_stat():
+    before = accounting.parse_proc_stat((FIXTURES / "proc-stat-vm-before.txt").read_text(), hz=100)
+    after = accounting.parse_proc_stat((FIXTURES / "proc-stat-vm-after.txt").read_text(), hz=100)
+    assert set(before) == {0, 1}
+    u = accounting.usage(before, after, [0, 1])
+    assert u.cpus == 2 and 0 < u.total < 10  # a one-second gap over two CPUs, in seconds
+
+
+def _stat_line(cpu: int, user: int, system: int, idle: int, steal: int = 0) -> str:
+    return f"cpu{cpu} {user} 5 {system} {idle} 2 1 1 {steal} 0 0"
+
+
+def test_large_machine_window_accounting():
+    """512 CPUs, the measured 256 busy: user+system per unit comes only from the measured CPUs."""
+    cpus = range(512)
+    before = "\n".join(["cpu  1 1 1 1 1 1 1 1 0 0"] + [_stat_line(c, 1000, 1000, 1000) for c in cpus])
+    after = "\n".join(["cpu  1 1 1 1 1 1 1 1 0 0"] + [
+        _stat_line(c, 1000 + 60, 1000 + 30, 1000 + 10, 0) if c < 256 else _stat_line(c, 1000, 1000, 1100)
+        for c in cpus])
+    u = accounting.usage(accounting.parse_proc_stat(before, 100), accounting.parse_proc_stat(after, 100),
+                         list(range(256)))
+    assert u.cpus == 256
+    assert abs(u.user - 256 * 0.60) < 1e-9
+    assert abs(u.system - 256 * 0.30) < 1e-9
+    assert abs(u.idle_fraction - 0.1) < 1e-9
+    assert abs(accounting.per_unit_us(u.system, 76.8e6) - 1.0) < 1e-9  # 76.8 s of system over 76.8M units
+    assert accounting.per_unit_us(1.0, 0) is None
+
+
+def test_offline_cpu_has_no_line():
+    text = "cpu  1 2 3 4\ncpu0 1 2 3 4 5 6 7 8\ncpu2 1 2 3 4 5 6 7 8\n"
+    assert set(accounting.parse_proc_stat(text, 100)) == {0, 2}

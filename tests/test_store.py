@@ -1,0 +1,58 @@
+import pytest
+import sqlalchemy as sa
+
+from mosbench import store
+from mosbench.errors import UserError
+
+
+def _point(**kw):
+    base = dict(workload="micro", test="getppid1", variant="procs", cores=1, trial=1, status="ok",
+                started_at=store.now(), cpus="0", unit="op", window_s=1.0, work=100.0, throughput=100.0,
+                user_s=0.1, system_s=0.2, idle_s=0.7, steal_s=0.0, samples=[{"t": 1.0, "rate": 100.0}])
+    base.update(kw)
+    return base
+
+
+def test_points_and_resume_keys(tmp_path):
+    db = store.Store(str(tmp_path / "r.sqlite"))
+    run_id = db.create_run({"cores": [1, 2]}, {"hostname": "h"}, "mosbench run micro")
+    db.add_point(run_id, **_point())
+    db.add_point(run_id, **_point(cores=2, status="failed", reason="boom", throughput=None, work=None))
+    assert db.done_keys(run_id) == {("micro", "getppid1", "procs", 1, 1), ("micro", "getppid1", "procs", 2, 1)}
+    pts = db.points(run_id)
+    assert [p["status"] for p in pts] == ["ok", "failed"] and pts[0]["samples"][0]["rate"] == 100.0
+    with pytest.raises(sa.exc.IntegrityError):  # one row per point: a resumed run cannot double count
+        db.add_point(run_id, **_point())
+    db.finish_run(run_id, "incomplete")
+    assert db.run("latest")["status"] == "incomplete"
+    assert db.list_runs()[0]["failed"] == 1
+
+
+def test_wal_and_schema_version(tmp_path):
+    db = store.Store(str(tmp_path / "r.sqlite"))
+    with db.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.execute(sa.select(store.schema_version.c.version)).scalar() == store.SCHEMA_VERSION
+
+
+def test_newer_schema_refused(tmp_path):
+    path = str(tmp_path / "r.sqlite")
+    db = store.Store(path)
+    with db.engine.begin() as conn:
+        conn.execute(store.schema_version.update().values(version=99))
+    with pytest.raises(UserError, match="newer"):
+        store.Store(path)
+
+
+@pytest.mark.parametrize("url", ["nosuchdb://x/y", "postgresql+nosuchdriver://u@localhost/db"])
+def test_bad_urls(url):
+    with pytest.raises(UserError):
+        store.Store(url)
+
+
+def test_unknown_run(tmp_path):
+    db = store.Store(str(tmp_path / "r.sqlite"))
+    with pytest.raises(UserError, match="no run 7"):
+        db.run(7)
+    with pytest.raises(UserError, match="bad run reference"):
+        db.run("x")
