@@ -37,13 +37,12 @@ class Plan:
 
     def points(self) -> list[PointKey]:
         """Variants innermost, so a stock/scalable pair is measured side by side in time."""
-        return [
-            PointKey(w, t, v, n, trial)
-            for w, t in self.selections
-            for n in self.cores
-            for trial in range(1, self.trials + 1)
-            for v in self.variants[w]
-        ]
+        keys = []
+        for w, t in self.selections:
+            has = set(workloads.get(w).variants_for(t))
+            keys.extend(PointKey(w, t, v, n, trial) for n in self.cores for trial in range(1, self.trials + 1)
+                        for v in self.variants[w] if v in has)
+        return keys
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -80,7 +79,8 @@ def resolve_selections(names: list[str]) -> list[tuple[str, str]]:
 def resolve_variants(selections: list[tuple[str, str]], wanted: list[str] | None) -> dict[str, list[str]]:
     result: dict[str, list[str]] = {}
     for wname in dict.fromkeys(w for w, _ in selections):
-        known = [v.name for v in workloads.get(wname).variants]
+        w = workloads.get(wname)
+        known = [v.name for v in w.variants]
         if not wanted:
             result[wname] = known
             continue
@@ -88,6 +88,10 @@ def resolve_variants(selections: list[tuple[str, str]], wanted: list[str] | None
         if unknown:
             raise UserError(f"workload {wname} has no variant {unknown[0]!r} (it has {', '.join(known)})")
         result[wname] = list(wanted)
+        for w_name, test in selections:
+            if w_name == wname and not set(wanted) & set(w.variants_for(test)):
+                raise UserError(f"{wname}/{test} has none of the variants {', '.join(wanted)} "
+                                f"(it has {', '.join(w.variants_for(test))})")
     return result
 
 

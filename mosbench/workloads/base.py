@@ -119,6 +119,10 @@ class Workload(ABC):
         """Sub-tests selectable as name/test; a workload without any has one unnamed test."""
         return [TestInfo("", self.description)]
 
+    def variants_for(self, test: str) -> list[str]:
+        """The variants a test has; most workloads run every variant for every test."""
+        return [v.name for v in self.variants]
+
     def loadgen_cores(self, cores: int, params: dict[str, Any]) -> int:
         """CPUs the load generator wants for a point on `cores` CPUs; 0 for none."""
         return 0

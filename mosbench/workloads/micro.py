@@ -1,7 +1,8 @@
 """will-it-scale style microbenchmarks: one testcase per kernel path, in process and thread form.
 
 The native runner (native/micro) pins a task per CPU and counts iterations in a shared-memory file;
-this module maps that file and reads the per-task counters whenever the harness samples.
+`RunnerInstance` maps that file and reads the per-task counters whenever the harness samples. The
+libscale benchmarks (workloads/scale.py) are testcases of the same runner, so they use it too.
 """
 
 from __future__ import annotations
@@ -26,26 +27,31 @@ STATE_STARTING, STATE_RUNNING, STATE_FAILED, STATE_STOPPED = range(4)
 
 
 @functools.cache
-def _list_tests(binary: Path) -> tuple[TestInfo, ...]:
+def list_tests(binary: Path) -> tuple[TestInfo, ...]:
+    """The runner's testcases: (name, description) from `--list`."""
     out = subprocess.run([binary, "--list"], capture_output=True, text=True, check=True).stdout
     return tuple(TestInfo(*line.split("\t", 1)) for line in out.splitlines() if line)
 
 
-class MicroInstance(Instance):
-    def __init__(self, ctx: PointContext, binary: Path):
+class RunnerInstance(Instance):
+    """One native runner process on the point's CPUs: testcase `runner_test` in `mode`, one task per CPU."""
+
+    def __init__(self, ctx: PointContext, binary: Path, runner_test: str, mode: str,
+                 params: dict[str, int] | None = None):
         self.ctx = ctx
-        self.name = f"micro-{ctx.test}-{ctx.variant}"
+        self.name = f"{binary.name}-{runner_test.replace('/', '-')}-{mode}"
         counters = ctx.scratch / "counters"
+        extra = [arg for k, v in (params or {}).items() for arg in ("--param", f"{k}={v}")]
         self.proc = ctx.launcher.spawn(self.name, [
-            str(binary), "--test", ctx.test, "--mode", ctx.variant, "--cpus", cpulist.format(ctx.cpus),
+            str(binary), "--test", runner_test, "--mode", mode, "--cpus", cpulist.format(ctx.cpus),
             "--counters", str(counters), "--workdir", ctx.params.get("fsdir") or str(ctx.scratch),
-            "--timeout", str(int(ctx.timeout)),
+            "--timeout", str(int(ctx.timeout)), *extra,
         ], ctx.group)
         self._map: mmap.mmap | None = None
         self._stopped = False
         try:
             if not wait_for(lambda: (counters.exists() and counters.stat().st_size > 0) or not self._alive(), 30):
-                raise PointFailed("microbenchmark runner did not create its counters within 30 s")
+                raise PointFailed(f"{self.name} did not create its counters within 30 s")
             if not self._alive():
                 self.check()
             self._open(counters)
@@ -96,7 +102,7 @@ class MicroInstance(Instance):
             return lines[-1]
         rc = self.proc.returncode
         how = f"killed by signal {-rc}" if rc is not None and rc < 0 else f"exited with status {rc}"
-        return f"microbenchmark runner {how} without a message"
+        return f"{self.name} {how} without a message"
 
     def stop(self) -> dict[str, Any]:
         if not self._stopped:
@@ -128,7 +134,7 @@ class Micro(Workload):
 
     def tests(self) -> list[TestInfo]:
         try:
-            return list(_list_tests(native.binary("mosbench-micro")))
+            return list(list_tests(native.binary("mosbench-micro")))
         except UserError:
             return []
 
@@ -141,6 +147,6 @@ class Micro(Workload):
         native.binary("mosbench-micro")
 
     def start(self, ctx: PointContext) -> Instance:
-        return MicroInstance(ctx, native.binary("mosbench-micro"))
+        return RunnerInstance(ctx, native.binary("mosbench-micro"), ctx.test, ctx.variant)
 
 

@@ -14,6 +14,7 @@
 #define MOSBENCH_MICRO_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,8 @@ struct micro_test {
 	const char *name;
 	const char *description;
 	size_t shared_size;
+	/* Tests of in-process structures (libscale) share pointers between tasks: threads mode only. */
+	bool threads_only;
 	/* Once, in the host process before any task starts. Returns 0 or an errno. */
 	int (*prepare)(void *shared, const char *workdir, unsigned ntasks);
 	/* In each task, pinned, before the start gate. Returns 0 or an errno. */
@@ -42,10 +45,15 @@ struct micro_test {
 	void (*run)(struct micro_task *t);
 };
 
-#define MICRO_TEST(id, ...)                                                              \
-	static const struct micro_test micro_test_##id = { .name = #id, __VA_ARGS__ };   \
+#define MICRO_TEST_NAMED(id, test_name, ...)                                             \
+	static const struct micro_test micro_test_##id = { .name = test_name, __VA_ARGS__ }; \
 	static const struct micro_test *const micro_test_ptr_##id                        \
 		__attribute__((used, section("micro_tests"))) = &micro_test_##id
+
+#define MICRO_TEST(id, ...) MICRO_TEST_NAMED(id, #id, __VA_ARGS__)
+
+/* The value of a --param NAME=VALUE given to the runner, or def when none was given. */
+long micro_param(const char *name, long def);
 
 /* Single writer per counter: a relaxed load and store compile to a plain add, yet stay race-free. */
 static inline void micro_add(struct micro_task *t, uint64_t n)

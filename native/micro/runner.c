@@ -40,6 +40,7 @@
 #define SLOT_STRIDE 128
 #define SLOTS_OFFSET 256
 #define READY_TIMEOUT_S 300
+#define MAX_PARAMS 16
 
 enum micro_state { STATE_STARTING, STATE_RUNNING, STATE_FAILED, STATE_STOPPED };
 
@@ -72,6 +73,11 @@ struct runner {
 	struct micro_header *hdr;
 	size_t region_size;
 	void *shared;
+	unsigned nparams;
+	struct {
+		char name[32];
+		long value;
+	} params[MAX_PARAMS];
 };
 
 /* The task-side view of the run; set once in the host before tasks start, read-only afterwards. */
@@ -169,6 +175,29 @@ _Noreturn void micro_fail(struct micro_task *t, const char *what, int err)
 	record_failure(host_run->hdr, (int)t->nr, what, err);
 	/* _exit is exit_group: in thread mode it ends the whole host, which the supervisor notices. */
 	_exit(1);
+}
+
+long micro_param(const char *name, long def)
+{
+	for (unsigned i = 0; i < host_run->nparams; i++)
+		if (!strcmp(host_run->params[i].name, name))
+			return host_run->params[i].value;
+	return def;
+}
+
+static int add_param(struct runner *r, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	char *end;
+	if (!eq || eq == arg || (size_t)(eq - arg) >= sizeof(r->params[0].name) || r->nparams == MAX_PARAMS)
+		return -1;
+	long v = strtol(eq + 1, &end, 10);
+	if (end == eq + 1 || *end)
+		return -1;
+	memcpy(r->params[r->nparams].name, arg, (size_t)(eq - arg));
+	r->params[r->nparams].name[eq - arg] = 0;
+	r->params[r->nparams++].value = v;
+	return 0;
 }
 
 int micro_path(char *buf, size_t len, const char *workdir, const char *fmt, ...)
@@ -345,7 +374,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: mosbench-micro --list\n"
 		"       mosbench-micro --test NAME --cpus LIST [--mode procs|threads] [--workdir DIR]\n"
-		"                      [--counters PATH | --warmup S --duration S] [--timeout S]\n");
+		"                      [--counters PATH | --warmup S --duration S] [--timeout S]\n"
+		"                      [--param NAME=INTEGER ...]\n");
 }
 
 static const struct micro_test *find_test(const char *name)
@@ -400,6 +430,7 @@ int main(int argc, char **argv)
 		{ "warmup", required_argument, NULL, 'W' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "timeout", required_argument, NULL, 'T' },
+		{ "param", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },	  { 0 }
 	};
 
@@ -425,6 +456,13 @@ int main(int argc, char **argv)
 		case 'W': warmup = atof(optarg); break;
 		case 'd': duration = atof(optarg); break;
 		case 'T': timeout = atof(optarg); break;
+		case 'p':
+			if (add_param(&r, optarg)) {
+				fprintf(stderr, "mosbench-micro: bad --param '%s' (NAME=INTEGER, at most %d)\n", optarg,
+					MAX_PARAMS);
+				return 2;
+			}
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -435,6 +473,10 @@ int main(int argc, char **argv)
 	}
 	if (!(r.test = find_test(test_name))) {
 		fprintf(stderr, "mosbench-micro: unknown test '%s' (see --list)\n", test_name);
+		return 2;
+	}
+	if (r.test->threads_only && r.mode != MICRO_THREADS) {
+		fprintf(stderr, "mosbench-micro: %s runs in threads mode only\n", test_name);
 		return 2;
 	}
 	if (parse_cpus(cpus, &r.cpus, &r.ntasks)) {

@@ -1,0 +1,80 @@
+"""libscale's techniques raced stock against scalable: the paper's section 4 as user-space benchmarks.
+
+Each structure of native/libscale is a test (scale/counter, scale/lock, …) with a form per variant:
+`stock` is the structure as Linux 2.6.35 had it, `scalable` the paper's fix; the counter also has the
+`percpu` form and the lock the pthread `mutex` baseline and Concurrency Kit's ticket and MCS locks.
+The benchmarks are testcases of the micro runner (native/libscale/bench), named STRUCTURE/FORM.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mosbench import native
+from mosbench.errors import UserError
+from mosbench.workloads.base import Instance, Param, PointContext, TestInfo, Variant, Workload
+from mosbench.workloads.micro import RunnerInstance, list_tests
+
+BINARY = "mosbench-scale"
+
+UNITS = {"counter": "get/put", "lock": "acquisition", "dentry": "lookup", "mount": "lookup",
+         "openlist": "open/close", "freelist": "alloc/free", "falseshare": "use"}
+
+# Where each structure comes from, for `mosbench list` and the docs.
+PAPER = {"counter": "4.3 sloppy counters", "lock": "talk / 'Non-scalable locks are dangerous'",
+         "dentry": "4.4 lock-free comparison", "mount": "4.5 per-core vfsmount tables",
+         "openlist": "4.5 per-core open-file lists", "freelist": "4.5 per-core packet-buffer free lists",
+         "falseshare": "4.6 false sharing"}
+
+
+class Scale(Workload):
+    name = "scale"
+    description = "libscale: the paper's scalability techniques, stock against scalable, in user space"
+    unit = "op"
+    variants = (
+        Variant("stock", "the structure as Linux 2.6.35 had it (shared counter, ticket lock, one lock)"),
+        Variant("scalable", "the paper's technique (sloppy counter, MCS, per-core, lock-free, split lines)"),
+        Variant("percpu", "counter only: a percpu_counter-style approximate counter"),
+        Variant("mutex", "lock only: pthread mutex, the application's baseline"),
+        Variant("ck-ticket", "lock only: Concurrency Kit's ticket lock, for comparison"),
+        Variant("ck-mcs", "lock only: Concurrency Kit's MCS lock, for comparison"),
+    )
+    params = (
+        Param("cs_ns", 200, "lock: time inside the critical section", "ns"),
+        Param("par_ns", 9800, "lock: time outside it between acquisitions (2% inside with the defaults)", "ns"),
+        Param("threshold", 16, "counter: spare references a sloppy counter's slot may keep"),
+        Param("batch", 0, "counter: percpu_counter batch (0: Linux's max(32, 2 x CPUs))"),
+    )
+    paper = "Section 4's techniques (4.3 to 4.6) and the lock-collapse talk, one structure at a time"
+
+    def _forms(self) -> dict[str, dict[str, str]]:
+        """{structure: {form: description}} from the runner's list."""
+        forms: dict[str, dict[str, str]] = {}
+        for info in list_tests(native.binary(BINARY)):
+            structure, _, form = info.name.partition("/")
+            forms.setdefault(structure, {})[form] = info.description
+        return forms
+
+    def tests(self) -> list[TestInfo]:
+        try:
+            forms = self._forms()
+        except UserError:
+            return []
+        order = [v.name for v in self.variants]
+        return [TestInfo(s, f"{PAPER.get(s, '')}. " + "; ".join(
+            f"{f}: {fs[f]}" for f in sorted(fs, key=lambda f: order.index(f) if f in order else len(order))))
+            for s, fs in forms.items()]
+
+    def variants_for(self, test: str) -> list[str]:
+        forms = self._forms().get(test, {})
+        return [v.name for v in self.variants if v.name in forms]
+
+    def unit_for(self, test: str) -> str:
+        return UNITS.get(test, self.unit)
+
+    def check_available(self) -> None:
+        native.binary(BINARY)
+
+    def start(self, ctx: PointContext) -> Instance:
+        params: dict[str, Any] = {p.name: int(ctx.params[p.name]) for p in self.params}
+        return RunnerInstance(ctx, native.binary(BINARY), f"{ctx.test}/{ctx.variant}", "threads", params)
