@@ -97,8 +97,14 @@ def build_series(points: list[dict[str, Any]], run_label: str | None = None) -> 
     return list(by_key.values())
 
 
+def _variant_order(s: Series) -> tuple[int, str]:
+    """Stock first, then scalable: the paper's before and after, then the other forms."""
+    base = s.variant.split(" (")[0]
+    return ({"stock": 0, "scalable": 1}.get(base, 2), s.variant)
+
+
 def group_by_test(series: list[Series]) -> dict[str, list[Series]]:
     groups: dict[str, list[Series]] = {}
     for s in series:
         groups.setdefault(s.name, []).append(s)
-    return groups
+    return {name: sorted(group, key=_variant_order) for name, group in groups.items()}

@@ -27,6 +27,11 @@ store_option = click.option("--store", "store_url", envvar="MOSBENCH_STORE", def
                                  f"Default {store.DEFAULT_PATH}.")
 
 
+def _table_console() -> Console:
+    """Piped output has no width to fit: give tables room rather than cut numbers."""
+    return console if sys.stdout.isatty() else Console(width=160)
+
+
 def _comma_list(_ctx, _param, value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
 
@@ -140,8 +145,7 @@ def show(run_ref, store_url) -> None:
     db = store.Store(store_url)
     r = db.run(run_ref)
     series = analysis.build_series(db.points(r["id"]))
-    # Piped output has no width to fit: give the tables room rather than cut numbers.
-    console = globals()["console"] if sys.stdout.isatty() else Console(width=160)
+    console = _table_console()
     console.print(f"run #{r['id']} ({r['status']}) on {r['environment']['hostname']}, "
                   f"kernel {r['environment']['kernel']}: {r['environment'].get('topology_summary', '')}")
     for t in table.series_tables(series):
@@ -193,6 +197,59 @@ def export(run_ref, fmt, output, store_url) -> None:
         output.write_text(text)
     else:
         sys.stdout.write(text)
+
+
+@cli.group()
+def model() -> None:
+    """Models that carry measurements past the cores this machine has."""
+
+
+@model.command("lock")
+@click.argument("run_ref", required=False)
+@click.option("--cores", "up_to", type=click.IntRange(2, 1 << 16), default=256, show_default=True,
+              help="Extrapolate to this many cores.")
+@click.option("--a", "a_ns", type=click.FloatRange(min=0, min_open=True),
+              help="ns outside the lock per acquisition (default: the run's par_ns).")
+@click.option("--s", "s_ns", type=click.FloatRange(min=0, min_open=True),
+              help="ns inside the lock: with --c, model without measurements.")
+@click.option("--c", "c_ns", type=click.FloatRange(min=0), help="ns of handoff per waiting core.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Also draw it (PNG or SVG).")
+@store_option
+def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, store_url) -> None:
+    """Ticket against scalable locks in the Markov model of "Non-scalable locks are dangerous".
+
+    With RUN (default: the latest run), s and c are fitted to its scale/lock points for each lock;
+    with --s and --c, the model is drawn from them alone.
+    """
+    from mosbench import lockmodel
+
+    if (s_ns is None) != (c_ns is None):
+        raise UserError("give --s and --c together, or neither to fit them to a run")
+    if s_ns is not None:
+        a = a_ns or 9800.0
+        fits = {kind: lockmodel.Fit(lockmodel.LockParams(a, s_ns, c_ns, kind), (), (), 0.0, "given")
+                for kind in ("ticket", "scalable")}
+    else:
+        db = store.Store(store_url)
+        r = db.run(run_ref or "latest")
+        series = [x for x in analysis.build_series(db.points(r["id"])) if x.name == "scale/lock"]
+        params = r["plan"]["params"].get("scale", {})
+        a = a_ns or float(params.get("par_ns", 9800))
+        fits = lockmodel.fits_from_series(series, a, float(params.get("cs_ns", 0)))
+        if not fits:
+            raise UserError(f"run {r['id']} has no measured scale/lock points to fit "
+                            "(run `mosbench run scale/lock` or give --s and --c)")
+    _table_console().print(table.lock_model_table(fits, up_to))
+    for name, f in fits.items():
+        if f.note and f.note != "given":
+            console.print(f"  {name}: {f.note}")
+    if output:
+        from mosbench.report import plots
+
+        fig = plots.lock_model_figure(fits, up_to)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(output, dpi=130)
+        console.print(f"wrote {output}")
 
 
 @cli.command()
