@@ -5,20 +5,26 @@ MOSBENCH := .venv/bin/mosbench
 QUICK_TESTS := getppid1 page_fault1 mmap1 open1 open3 lseek2 unlink2 context_switch1 futex3 pipe1
 QUICK   := $(addprefix micro/,$(QUICK_TESTS))
 
-.PHONY: bench test deps native lint bench-overhead clean
+.PHONY: bench test deps native lint bench-overhead bench-libscale clean
 deps:
 	bash scripts/install-deps
 
 native: deps
 	$(MAKE) -C native
 
+# The quick suite: ten kernel paths and every libscale structure, 1..max cores, two trials each
+# (about 8 minutes on 2 CPUs; the point count grows with the machine's core-count series).
 bench: native
-	$(MOSBENCH) run $(QUICK) --cores 1..max --trials 3 --warmup 1 --duration 2 --label quick
+	$(MOSBENCH) run $(QUICK) scale --cores 1..max --trials 2 --warmup 1 --duration 2 --label quick
 	$(MOSBENCH) report latest -o report/report.html
 
 # Sampling cost against getppid at max cores, with and without the harness's per-second work.
 bench-overhead: native
 	$(PY) benchmarks/harness_overhead.py
+
+# libscale's stock and scalable forms side by side: per-core throughput at max cores over 1 core.
+bench-libscale: native
+	$(PY) benchmarks/libscale_ratios.py
 
 lint: deps
 	.venv/bin/ruff check mosbench tests benchmarks

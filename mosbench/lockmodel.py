@@ -9,7 +9,8 @@ this birth-death chain gives the lock's throughput Σ π_k · μ_k at each n.
 
 `fit` finds s and c for a measured curve (a is the benchmark's par_ns), so the model can carry a
 measurement from a small machine to a large one. With the measurement from two core counts only, the
-fit is determined exactly and its extrapolation is indicative, not a prediction.
+fit is determined exactly and its extrapolation is indicative, not a prediction. For a scalable lock
+the model sees only s + c, so only their sum is determined.
 """
 
 from __future__ import annotations

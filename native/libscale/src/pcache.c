@@ -110,28 +110,51 @@ bool pcache_lookup_central(struct pcache *p, uint64_t key, uint64_t *value)
 	return found;
 }
 
+/*
+ * A seqlock without standalone fences (which ThreadSanitizer cannot model): the way's fields are
+ * stored with release and loaded with acquire, so a reader that sees any field of a fill also sees
+ * the odd count that fill began with, and its second look at the count tells it the copy is torn.
+ */
+
+/* A consistent copy of one way, or false if a fill was under way (the caller then takes the miss path). */
+static bool read_way(struct pcache_slot *s, struct pcache_way *w, uint64_t *key, uint64_t *value, uint64_t *gen)
+{
+	uint64_t before = atomic_load_explicit(&s->seq, memory_order_acquire);
+	if (before & 1)
+		return false;
+	*key = atomic_load_explicit(&w->key, memory_order_acquire);
+	*value = atomic_load_explicit(&w->value, memory_order_acquire);
+	*gen = atomic_load_explicit(&w->gen, memory_order_acquire);
+	return atomic_load_explicit(&s->seq, memory_order_relaxed) == before;
+}
+
+static void fill_way(struct pcache_slot *s, struct pcache_way *w, uint64_t key, uint64_t value, uint64_t gen)
+{
+	scale_spin_lock(&s->lock);
+	/* acq_rel: the field stores below cannot be seen before the count turns odd. */
+	uint64_t seq = atomic_fetch_add_explicit(&s->seq, 1, memory_order_acq_rel);
+	atomic_store_explicit(&w->key, key, memory_order_release);
+	atomic_store_explicit(&w->value, value, memory_order_release);
+	atomic_store_explicit(&w->gen, gen, memory_order_release);
+	atomic_store_explicit(&s->seq, seq + 2, memory_order_release);
+	scale_spin_unlock(&s->lock);
+}
+
 bool pcache_lookup(struct pcache *p, uint64_t key, uint64_t *value)
 {
 	struct pcache_slot *s = &p->slots[scale_slot(p->nr_slots)];
 	struct pcache_way *w = &s->ways[key % PCACHE_WAYS];
 	/* seq_cst pairs with invalidate_caches: a hit below is a value current at this load. */
 	uint64_t now = atomic_load_explicit(&p->gen, memory_order_seq_cst);
-	bool hit;
+	uint64_t k, v, g;
 
-	scale_spin_lock(&s->lock);
-	hit = w->gen == now && w->key == key;
-	if (hit)
-		*value = w->value;
-	scale_spin_unlock(&s->lock);
-	if (hit)
+	if (read_way(s, w, &k, &v, &g) && g == now && k == key) {
+		*value = v;
 		return true;
-
+	}
 	bool found;
 	uint64_t gen = central_lookup(p, key, &found, value);
-	if (found) {
-		scale_spin_lock(&s->lock);
-		*w = (struct pcache_way){ .key = key, .value = *value, .gen = gen };
-		scale_spin_unlock(&s->lock);
-	}
+	if (found)
+		fill_way(s, w, key, *value, gen);
 	return found;
 }

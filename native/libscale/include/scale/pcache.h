@@ -28,12 +28,19 @@
 
 struct pcache_entry;
 
+/* Fields are atomic because a hit reads them without a lock (a seqcount guards the whole way). */
 struct pcache_way {
-	uint64_t key, value, gen;	/* gen 0: empty (the table's generation starts at 1) */
+	_Atomic uint64_t key, value, gen;	/* gen 0: empty (the table's generation starts at 1) */
 };
 
 struct pcache_slot {
-	SCALE_ALIGNED struct scale_spinlock lock;	/* two threads may share a slot after a migration */
+	/*
+	 * A hit only reads: it checks the seqcount before and after copying the way, so a cache hit
+	 * writes nothing at all. Fills (misses) serialise on the lock, because after a migration two
+	 * threads may fill one slot at the same time.
+	 */
+	SCALE_ALIGNED _Atomic uint64_t seq;
+	struct scale_spinlock lock;
 	struct pcache_way ways[PCACHE_WAYS];
 };
 
