@@ -14,6 +14,7 @@ from mosbench import analysis, environment, journal, plan, store, topology, work
 from mosbench import placement as placing
 from mosbench.errors import UserError
 from mosbench.isolation import ISOLATIONS, preflight
+from mosbench.processes import harness_priority
 from mosbench.report import table
 
 console = Console()
@@ -96,7 +97,9 @@ def run(selections, cores, variants, trials, duration, warmup, interval, placeme
     n = len(the_plan.points()) - len(skip)
     per_point = (the_plan.warmup + the_plan.duration + 0.5)
     err_console.print(f"run #{run_id}: {n} points, cores {the_plan.cores}, about {n * per_point / 60:.1f} min")
-    outcome = Runner(db, the_plan, topo, err_console).run(run_id, skip)
+    with harness_priority() as scheduling:
+        db.note_environment(run_id, harness_scheduling=scheduling)
+        outcome = Runner(db, the_plan, topo, err_console).run(run_id, skip)
     console.print(f"run #{run_id} {outcome.status}: {outcome.measured} points measured, {outcome.failed} failed. "
                   f"See `mosbench show {run_id}` and `mosbench report {run_id}`.")
     if outcome.failed:

@@ -144,6 +144,16 @@ class Store:
         with self.engine.begin() as conn:
             conn.execute(runs.update().where(runs.c.id == run_id).values(status=status, finished_at=now()))
 
+    def note_environment(self, run_id: int, **facts: Any) -> None:
+        """Adds facts learnt once the run has started (a resumed run keeps each, per resumption, as a list)."""
+        with self.engine.begin() as conn:
+            env = dict(conn.execute(sa.select(runs.c.environment).where(runs.c.id == run_id)).scalar_one())
+            for key, value in facts.items():
+                if key in env and env[key] != value:
+                    value = [*(env[key] if isinstance(env[key], list) else [env[key]]), value]
+                env[key] = value
+            conn.execute(runs.update().where(runs.c.id == run_id).values(environment=env))
+
     def reopen_run(self, run_id: int) -> None:
         with self.engine.begin() as conn:
             conn.execute(runs.update().where(runs.c.id == run_id).values(status="running", finished_at=None))

@@ -174,3 +174,27 @@ def test_failed_point_is_stored_as_failed(tmp_path):
     assert r.returncode == 3, r.stderr
     status, reason, tp = sqlite3.connect(db).execute("select status, reason, throughput from points").fetchone()
     assert status == "failed" and reason and tp is None
+
+
+def test_windows_keep_their_length_when_every_cpu_is_busy(tmp_path):
+    """Pinned ping-pong tasks on every CPU once starved the harness: 2 s windows ran up to 40 s."""
+    db = tmp_path / "s.sqlite"
+    r = mosbench("run", "micro/context_switch1", "--cores", "max", "--trials", "3", "--warmup", "0.5",
+                 "--duration", "1", "--store", str(db))
+    assert r.returncode == 0, r.stderr
+    windows = [w for (w,) in sqlite3.connect(db).execute("select window_s from points")]
+    assert len(windows) == 6 and max(windows) < 1.5, windows
+    env = json.loads(sqlite3.connect(db).execute("select environment from runs").fetchone()[0])
+    assert env["harness_scheduling"]
+
+
+@needs_root
+def test_the_workload_never_inherits_the_harness_priority():
+    from mosbench.processes import harness_priority
+
+    with harness_priority() as how:
+        assert how.startswith("SCHED_FIFO")
+        child = subprocess.run([sys.executable, "-c", "import os; print(os.sched_getscheduler(0))"],
+                               capture_output=True, text=True, check=True)
+    assert int(child.stdout) == os.SCHED_OTHER
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER

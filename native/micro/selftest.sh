@@ -1,10 +1,21 @@
 #!/usr/bin/env bash
-# Runs every microbenchmark for one second in both modes on every CPU this process may use and checks
-# that each task made progress. With --sanitizer (a TSan or ASan build), runs the subset that exercises
-# the runner's concurrent paths: the start gate, partners, shared futexes and shared mutexes.
+# Runs every testcase of a micro runner binary (mosbench-micro, or mosbench-scale for libscale) for one
+# second in each mode on every CPU this process may use, and checks that each task made progress and
+# that no sanitizer spoke. With --sanitizer (a TSan or ASan build of mosbench-micro), runs the subset
+# that exercises the runner's concurrent paths: the start gate, partners, shared futexes and mutexes.
+#   --modes "procs threads"   modes to run (libscale's testcases are threads-only)
+#   --skip REGEX              testcases not to run, each named with the reason in --why
 set -uo pipefail
-sanitizer=0
-if [[ ${1:-} == --sanitizer ]]; then sanitizer=1; shift; fi
+sanitizer=0 modes="procs threads" skip="" why=""
+while [[ ${1:-} == --* ]]; do
+    case $1 in
+        --sanitizer) sanitizer=1; shift ;;
+        --modes) modes=$2; shift 2 ;;
+        --skip) skip=$2; shift 2 ;;
+        --why) why=$2; shift 2 ;;
+        *) echo "selftest.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+done
 bin=$1
 cpus=$(python3 -c 'import os; print(",".join(map(str, sorted(os.sched_getaffinity(0)))))')
 ntasks=$(tr ',' '\n' <<<"$cpus" | wc -l)
@@ -17,7 +28,11 @@ fi
 
 pass=0 fail=0
 for test in $tests; do
-    for mode in procs threads; do
+    if [[ -n $skip && $test =~ $skip ]]; then
+        echo "skip $test ($why)"
+        continue
+    fi
+    for mode in $modes; do
         out=$("$bin" --test "$test" --mode "$mode" --cpus "$cpus" --warmup 0 --duration 1 2>&1)
         rc=$?
         summary=$(grep '^SUMMARY' <<<"$out")
@@ -36,5 +51,5 @@ for test in $tests; do
         fi
     done
 done
-echo "micro selftest ($(basename "$(dirname "$bin")")): $pass passed, $fail failed"
+echo "$(basename "$bin") selftest ($(basename "$(dirname "$bin")")): $pass passed, $fail failed"
 ((fail == 0))
