@@ -12,10 +12,10 @@ deps:
 native: deps
 	$(MAKE) -C native
 
-# The quick suite: ten kernel paths and every libscale structure, 1..max cores, two trials each
-# (about 8 minutes on 2 CPUs; the point count grows with the machine's core-count series).
+# The quick suite: ten kernel paths, every libscale structure and the Metis inverted index, 1..max
+# cores, two trials each (about 9 minutes on 2 CPUs; the point count grows with the machine's series).
 bench: native
-	$(MOSBENCH) run $(QUICK) scale --cores 1..max --trials 2 --warmup 1 --duration 2 --label quick
+	$(MOSBENCH) run $(QUICK) scale metis/invindex --cores 1..max --trials 2 --warmup 1 --duration 2 --label quick
 	$(MOSBENCH) report latest -o report/report.html
 
 # Sampling cost against getppid at max cores, with and without the harness's per-second work.

@@ -90,6 +90,8 @@ def run(selections, cores, variants, trials, duration, warmup, interval, placeme
             duration=duration, interval=interval, placement=placement, isolation=isolation,
             params=plan.resolve_params(chosen, list(params)),
         )
+        for wname, wparams in the_plan.params.items():
+            workloads.get(wname).check_params(wparams)
         preflight(isolation_mode)
         env = environment.capture(topo)
         run_id = db.create_run(the_plan.to_json(), env, shlex.join(["mosbench", *sys.argv[1:]]), label)

@@ -31,6 +31,9 @@ from mosbench.workloads.base import Instance, PointContext, RunContext, Workload
 
 # Seconds a point may take beyond warm-up and window before its runner stops itself.
 STOP_MARGIN = 120.0
+# How often a job workload is asked whether its job is done, and how long one job may take.
+JOB_POLL = 0.01
+JOB_LIMIT = 1800.0
 
 
 @dataclass
@@ -142,7 +145,9 @@ class Runner:
                 if load_group is not group:
                     groups.append(load_group)
             ctx = PointContext(run_ctx, key.test, key.variant, a.cpus, group, a.loadgen_cpus, load_group,
-                               launcher, point_scratch, self.plan.warmup + self.plan.duration + STOP_MARGIN)
+                               launcher, point_scratch,
+                               JOB_LIMIT + STOP_MARGIN if w.kind == "job" else
+                               self.plan.warmup + self.plan.duration + STOP_MARGIN)
             instance = w.start(ctx)
             values.update(self._window(w, instance, group, a.cpus))
             values["metrics"] = {**values.get("metrics", {}), **instance.stop()}
@@ -186,25 +191,37 @@ class Runner:
                 })
             prev.update(t=t, s=s, stat=stat)
 
-        def run_until(deadline: float, phase: str, done=lambda: False) -> None:
+        def run_until(deadline: float, phase: str, done=None) -> None:
             step = interval or 1.0
-            while (now_t := time.monotonic()) < deadline and not done():
-                time.sleep(min(step, deadline - now_t))
-                tick(phase)
+            next_tick = time.monotonic() + step
+            while (now_t := time.monotonic()) < deadline:
+                if done is not None:
+                    # A job's end is looked for every 10 ms, so its time is not rounded up to a sample.
+                    if done():
+                        return
+                    time.sleep(min(JOB_POLL, deadline - now_t))
+                    if time.monotonic() >= next_tick:
+                        tick(phase)
+                        next_tick += step
+                else:
+                    time.sleep(min(step, deadline - now_t))
+                    tick(phase)
 
         if w.kind == "window":
             run_until(time.monotonic() + plan.warmup, "warmup")
         stat0, cg0 = accounting.read_proc_stat(), group.cpu_seconds()
         s0, t0 = inst.sample(), time.monotonic()
+        if w.kind == "job":
+            inst.begin()
         for sample in samples:  # warm-up samples are kept at negative times: the window starts at 0
             sample["t"] = round(sample["t"] - (t0 - origin["t"]), 3)
         origin["t"] = t0
         if w.kind == "window":
             run_until(t0 + plan.duration, "window")
         else:
-            run_until(t0 + plan.duration + STOP_MARGIN, "window", lambda: inst.finished)
+            run_until(t0 + JOB_LIMIT, "window", lambda: inst.finished)
             if not inst.finished:
-                raise PointFailed(f"job did not finish within {plan.duration + STOP_MARGIN:.0f} s")
+                raise PointFailed(f"job did not finish within {JOB_LIMIT:.0f} s")
         s1, t1 = inst.sample(), time.monotonic()
         stat1, cg1 = accounting.read_proc_stat(), group.cpu_seconds()
         inst.check()

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from mosbench.errors import UserError
 from mosbench.workloads.base import Workload
+from mosbench.workloads.metis import Metis
 from mosbench.workloads.micro import Micro
 from mosbench.workloads.scale import Scale
 
-REGISTRY: dict[str, type[Workload]] = {w.name: w for w in (Micro, Scale)}
+REGISTRY: dict[str, type[Workload]] = {w.name: w for w in (Micro, Scale, Metis)}
 
 
 def get(name: str) -> Workload:

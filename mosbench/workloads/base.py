@@ -60,6 +60,7 @@ class RunContext:
     scratch: Path  # tmpfs directory of this run, removed at the end
     cache: Path  # survives runs: unpacked corpora, loaded databases
     params: dict[str, Any]
+    extra: dict[str, Any] = field(default_factory=dict)  # what setup found or made, for start
 
 
 @dataclass
@@ -97,6 +98,9 @@ class Instance(ABC):
     def stop(self) -> dict[str, Any]:
         """Ends every process of the instance; returns the workload's own metrics. Idempotent."""
 
+    def begin(self) -> None:
+        """For job workloads: start the job now (the window opens). start() only made it ready."""
+
     @property
     def finished(self) -> bool:
         """For job workloads: the job is done."""
@@ -129,6 +133,9 @@ class Workload(ABC):
 
     def check_available(self) -> None:
         """Raises UserError naming what is missing (a package, a build) before a run starts."""
+
+    def check_params(self, params: dict[str, Any]) -> None:
+        """Raises UserError for parameters that cannot work (a missing input file), before a run exists."""
 
     def setup(self, ctx: RunContext) -> None:
         pass

@@ -1,0 +1,142 @@
+"""Metis: MapReduce on one multicore machine (the paper's sections 3.7 and 5.8), the inverted index.
+
+A point is one job on the point's CPUs: `mosbench-metis` loads the input into memory, says "ready",
+and starts the job on SIGUSR1, which the harness sends as its window opens; the window closes when
+the job's result file appears. Variants are the page size of the job's large tables: `4k` (the
+paper's "Stock + 4 KB pages") and `2m` (its "PK + 2 MB pages"). The program also measures the CPUs'
+memory bandwidth (a STREAM triad) before the job, the yardstick for the reduce phase's traffic.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from mosbench import native
+from mosbench.errors import PointFailed, UserError
+from mosbench.processes import wait_for
+from mosbench.workloads.base import Instance, Param, PointContext, RunContext, Sample, TestInfo, Variant, Workload
+
+BINARY = "mosbench-metis"
+READY_TIMEOUT_S = 600  # loading a multi-gigabyte input into memory
+
+
+def default_size_mb(cores: int, memory_bytes: int) -> int:
+    """64 MB per core, as the paper's 2 GB was for 48 cores (about 43 MB each), within an eighth of memory."""
+    return max(64, min(64 * cores, memory_bytes // 8 >> 20))
+
+
+class MetisInstance(Instance):
+    def __init__(self, ctx: PointContext, binary: Path, input_path: Path):
+        self.ctx = ctx
+        self.name = f"metis-{ctx.test}-{ctx.variant}"
+        self.result = ctx.scratch / "result.json"
+        args = [str(binary), "--app", ctx.test, "--input", str(input_path), "--cpus",
+                ",".join(map(str, ctx.cpus)), "--pages", ctx.variant, "--result", str(self.result),
+                "--wait-signal", "--stream"]
+        if ctx.params["partitions"]:
+            args += ["--partitions", str(ctx.params["partitions"])]
+        self.proc = ctx.launcher.spawn(self.name, args, ctx.group)
+        self._stopped = False
+        out = ctx.launcher.logdir / f"{self.name}.out"
+        try:
+            ready = wait_for(lambda: self.proc.poll() is not None or
+                             (out.exists() and "ready" in out.read_text()), READY_TIMEOUT_S, 0.02)
+            self.check()
+            if not ready:
+                raise PointFailed(f"metis did not load its input within {READY_TIMEOUT_S} s")
+        except BaseException:
+            self.stop()
+            raise
+
+    def begin(self) -> None:
+        self.proc.send_signal(signal.SIGUSR1)
+
+    @property
+    def finished(self) -> bool:
+        return self.proc.poll() == 0 and self.result.exists()
+
+    def sample(self) -> Sample:
+        return Sample(1.0 if self.finished else 0.0)
+
+    def check(self) -> None:
+        rc = self.proc.poll()
+        if rc is not None and rc != 0:
+            err = (self.ctx.launcher.logdir / f"{self.name}.err").read_text(errors="replace").strip()
+            raise PointFailed(err.splitlines()[-1] if err else f"mosbench-metis exited with status {rc}")
+
+    def stop(self) -> dict[str, Any]:
+        if not self._stopped:
+            self._stopped = True
+            self.ctx.launcher.stop(self.proc)
+        if not self.result.exists():
+            return {}
+        r = json.loads(self.result.read_text())
+        metrics = {k: r[k] for k in ("job_s", "map_s", "reduce_s", "merge_s", "keys", "minor_faults",
+                                     "major_faults", "pages")}
+        if r["reduce_s"] > 0:
+            metrics["reduce_bytes_per_s"] = r["reduce_bytes"] / r["reduce_s"]
+        metrics["stream_triad_bytes_per_s"] = r["stream_triad_bytes_per_s"]
+        return metrics
+
+    def logs(self) -> str:
+        return self.ctx.launcher.log_tail(self.name, 50)
+
+
+class Metis(Workload):
+    name = "metis"
+    description = "Metis MapReduce: an inverted index (and word count) of a text in memory"
+    unit = "job"
+    kind = "job"
+    variants = (
+        Variant("4k", "large tables in 4 KB pages (the paper's Stock + 4 KB pages)"),
+        Variant("2m", "large tables in 2 MB huge pages: reserved ones, else transparent (PK + 2 MB pages)"),
+    )
+    params = (
+        Param("size_mb", 0, "generated input size (0: 64 MB per CPU of the machine, at most 1/8 of memory)", "MB"),
+        Param("seed", 1, "seed of the generated input"),
+        Param("vocab", 1000000, "vocabulary of the generated input (Zipf, exponent 1)", "words"),
+        Param("input", "", "a text file to index instead of the generated input"),
+        Param("partitions", 0, "reduce partitions (0: 4 per worker)"),
+    )
+    paper = "3.7 and 5.8: Metis inverted index; Figure 11's Stock + 4 KB pages against PK + 2 MB pages"
+
+    def tests(self) -> list[TestInfo]:
+        return [TestInfo("invindex", "inverted index: each word to the sorted byte offsets where it occurs"),
+                TestInfo("wordcount", "word count: each word to its number of occurrences")]
+
+    def check_available(self) -> None:
+        native.binary(BINARY)
+
+    def check_params(self, params: dict[str, Any]) -> None:
+        if params["input"]:
+            path = Path(params["input"])
+            if not path.is_file() or not os.access(path, os.R_OK):
+                raise UserError(f"metis input {path} is not a readable file")
+            if path.stat().st_size == 0:
+                raise UserError(f"metis input {path} is empty")
+        if params["size_mb"] < 0 or params["vocab"] < 1:
+            raise UserError("metis needs size_mb >= 0 and vocab >= 1")
+
+    def setup(self, ctx: RunContext) -> None:
+        if ctx.params["input"]:
+            ctx.extra["input"] = Path(ctx.params["input"])
+            return
+        size = ctx.params["size_mb"] or default_size_mb(os.cpu_count() or 1,
+                                                        os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+        path = ctx.cache / f"zipf-{size}mb-seed{ctx.params['seed']}-vocab{ctx.params['vocab']}.txt"
+        if not path.exists():
+            # The generator writes a temporary file and renames it when complete: a cached input is whole.
+            r = subprocess.run([str(native.binary(BINARY)), "--generate", str(path), "--size-mb", str(size),
+                                "--seed", str(ctx.params["seed"]), "--vocab", str(ctx.params["vocab"])],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                raise UserError(f"cannot generate the metis input: {r.stderr.strip()}")
+        ctx.extra["input"] = path
+
+    def start(self, ctx: PointContext) -> Instance:
+        return MetisInstance(ctx, native.binary(BINARY), ctx.run.extra["input"])
