@@ -199,12 +199,6 @@ static void map_phase(struct metis_worker *w)
 	}
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return (x > y) - (x < y);
-}
-
 static int cmp_key(const struct metis_pair *a, const struct metis_pair *b)
 {
 	uint32_t n = a->keylen < b->keylen ? a->keylen : b->keylen;
@@ -215,6 +209,36 @@ static int cmp_key(const struct metis_pair *a, const struct metis_pair *b)
 static int cmp_pair(const void *a, const void *b)
 {
 	return cmp_key(*(struct metis_pair *const *)a, *(struct metis_pair *const *)b);
+}
+
+/*
+ * Sorts v[0..n), made of ascending runs (one per map worker: a worker takes chunks in input order),
+ * by merging neighbouring runs pairwise: O(n log runs) instead of a full sort's O(n log n).
+ */
+static void merge_runs(uint64_t *v, size_t n, uint64_t *tmp)
+{
+	for (;;) {
+		size_t out = 0, runs = 0;
+		for (size_t i = 0; i < n; runs++) {
+			size_t mid = i + 1;
+			while (mid < n && v[mid - 1] <= v[mid])
+				mid++;
+			size_t end = mid < n ? mid + 1 : n;	/* the next run, if any */
+			while (end < n && v[end - 1] <= v[end])
+				end++;
+			size_t a = i, b = mid;
+			while (a < mid && b < end)
+				tmp[out++] = v[a] <= v[b] ? v[a++] : v[b++];
+			while (a < mid)
+				tmp[out++] = v[a++];
+			while (b < end)
+				tmp[out++] = v[b++];
+			i = end;
+		}
+		memcpy(v, tmp, n * sizeof(*v));
+		if (runs <= 1)
+			return;
+	}
 }
 
 /* Reduces partition r: merges every map worker's table r, combines, sorts. */
@@ -232,6 +256,7 @@ static int reduce_partition(struct metis_worker *w, unsigned r)
 	int err = table_init(&merged, w->arena, cap);
 	if (err)
 		return err;
+	/* Pass 1: every key once, with its sum or its total number of values. */
 	for (unsigned i = 0; i < st->nworkers; i++) {
 		struct table *t = &st->workers[i].parts[r];
 		w->moved += (uint64_t)(t->mask + 1) * sizeof(struct entry);
@@ -245,14 +270,37 @@ static int reduce_partition(struct metis_worker *w, unsigned r)
 			if (sum) {
 				dst->sum += src->sum;
 				dst->n = 1;
-				continue;
+			} else {
+				dst->cap += src->n;
 			}
-			w->moved += (uint64_t)src->n * sizeof(uint64_t) * 2;
-			for (uint32_t k = 0; k < src->n; k++)
-				if (push_value(dst, w->arena, src->values[k]))
-					return ENOMEM;
 		}
 	}
+	size_t longest = 0;
+	if (!sum) {
+		/* Pass 2: each key's values copied whole into an array of exactly the right size. */
+		for (uint32_t s = 0; s <= merged.mask; s++) {
+			struct entry *e = &merged.slots[s];
+			if (e->key && !(e->values = metis_arena_alloc(w->arena, (size_t)e->cap * sizeof(uint64_t))))
+				return ENOMEM;
+			if (e->key && e->cap > longest)
+				longest = e->cap;
+		}
+		for (unsigned i = 0; i < st->nworkers; i++) {
+			struct table *t = &st->workers[i].parts[r];
+			for (uint32_t s = 0; s <= t->mask; s++) {
+				struct entry *src = &t->slots[s];
+				if (!src->key)
+					continue;
+				struct entry *dst = table_slot(&merged, src->hash, src->key, src->keylen);
+				memcpy(dst->values + dst->n, src->values, (size_t)src->n * sizeof(uint64_t));
+				dst->n += src->n;
+				w->moved += (uint64_t)src->n * sizeof(uint64_t) * 2;
+			}
+		}
+	}
+	uint64_t *tmp = longest > 1 ? metis_arena_alloc(w->arena, longest * sizeof(uint64_t)) : NULL;
+	if (longest > 1 && !tmp)
+		return ENOMEM;
 	struct metis_pair **pairs = metis_arena_alloc(w->arena, (size_t)(merged.count + 1) * sizeof(*pairs));
 	struct metis_pair *store = metis_arena_alloc(w->arena, (size_t)(merged.count + 1) * sizeof(*store));
 	if (!pairs || !store)
@@ -262,11 +310,10 @@ static int reduce_partition(struct metis_worker *w, unsigned r)
 		struct entry *e = &merged.slots[s];
 		if (!e->key)
 			continue;
-		if (sum) {
+		if (sum)
 			e->values = &e->sum;
-		} else if (e->n > 1) {
-			qsort(e->values, e->n, sizeof(uint64_t), cmp_u64);
-		}
+		else if (e->n > 1)
+			merge_runs(e->values, e->n, tmp);
 		store[n] = (struct metis_pair){ .key = e->key, .keylen = e->keylen, .nvalues = e->n,
 						.values = e->values };
 		pairs[n] = &store[n];
