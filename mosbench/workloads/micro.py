@@ -48,6 +48,7 @@ class RunnerInstance(Instance):
             "--timeout", str(int(ctx.timeout)), *extra,
         ], ctx.group)
         self._map: mmap.mmap | None = None
+        self._counters: memoryview | None = None
         self._stopped = False
         try:
             if not wait_for(lambda: (counters.exists() and counters.stat().st_size > 0) or not self._alive(), 30):
@@ -108,8 +109,10 @@ class RunnerInstance(Instance):
         if not self._stopped:
             self._stopped = True
             self.ctx.launcher.stop(self.proc)
-            if self._map is not None:
+            if self._counters is not None:
                 self._counters.release()
+                self._counters = None
+            if self._map is not None:
                 self._map.close()
                 self._map = None
         return {"runner_pid": self.proc.pid}

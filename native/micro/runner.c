@@ -487,10 +487,17 @@ int main(int argc, char **argv)
 
 	r.region_size = SLOTS_OFFSET + (size_t)r.ntasks * SLOT_STRIDE;
 	int cfd = -1;
+	char counters_tmp[4096];
 	if (counters) {
-		cfd = open(counters, O_RDWR | O_CREAT | O_EXCL, 0644);
+		/* Made under a temporary name and renamed once the header is written: whoever sees the file
+		 * sees it whole (the harness once read a header that was not written yet). */
+		if (snprintf(counters_tmp, sizeof(counters_tmp), "%s.new", counters) >= (int)sizeof(counters_tmp)) {
+			fprintf(stderr, "mosbench-micro: %s: %s\n", counters, strerror(ENAMETOOLONG));
+			return 1;
+		}
+		cfd = open(counters_tmp, O_RDWR | O_CREAT | O_EXCL, 0644);
 		if (cfd < 0 || ftruncate(cfd, (off_t)r.region_size)) {
-			fprintf(stderr, "mosbench-micro: %s: %s\n", counters, strerror(errno));
+			fprintf(stderr, "mosbench-micro: %s: %s\n", counters_tmp, strerror(errno));
 			return 1;
 		}
 	}
@@ -508,6 +515,11 @@ int main(int argc, char **argv)
 	r.hdr->slot_stride = SLOT_STRIDE;
 	r.hdr->slots_offset = SLOTS_OFFSET;
 	atomic_store(&r.hdr->fail_task, -2);
+	if (counters && rename(counters_tmp, counters)) {
+		fprintf(stderr, "mosbench-micro: %s: %s\n", counters, strerror(errno));
+		unlink(counters_tmp);
+		return 1;
+	}
 	if (r.test->shared_size) {
 		r.shared = mmap(NULL, r.test->shared_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 				-1, 0);
