@@ -17,15 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(cond, ...)                                                                  \
-	do {                                                                              \
-		if (!(cond)) {                                                            \
-			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                                     \
-			fputc('\n', stderr);                                              \
-			exit(1);                                                          \
-		}                                                                         \
-	} while (0)
+#include "check.h"
 
 struct stress;
 

@@ -8,21 +8,13 @@
 #include "metis/metis.h"
 #include "metis/output.h"
 
+#include "check.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#define CHECK(cond, ...)                                                                 \
-	do {                                                                             \
-		if (!(cond)) {                                                           \
-			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                                    \
-			fputc('\n', stderr);                                             \
-			exit(1);                                                         \
-		}                                                                        \
-	} while (0)
 
 struct occurrence {
 	const char *word;
