@@ -1,0 +1,144 @@
+"""The HTML report: one self-contained file (figures embedded as SVG) with PNG and SVG copies beside it.
+
+One run, or several compared on the same figures (say, two kernels): each run's variants then carry
+the run's label, so "procs (6.1)" and "procs (6.8)" are drawn side by side.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
+
+from mosbench import analysis, lockmodel, store
+from mosbench.report import plots
+from mosbench.report.table import si
+
+ENV_KEYS = ("hostname", "kernel", "kernel_version", "kernel_cmdline", "arch", "cpu_model", "topology_summary",
+            "memory_bytes", "governor", "thp", "thp_defrag", "smt_control", "virtualization", "mosbench_version",
+            "mosbench_commit", "harness_scheduling")
+
+
+def _run_label(run: dict[str, Any]) -> str:
+    return run["label"] or f"#{run['id']}"
+
+
+HIDDEN_METRICS = {"runner_pid"}
+
+
+def _metrics(m: dict[str, Any]) -> str:
+    """The workload's own measurements, compact: page faults, phase times, bytes per second."""
+    parts = []
+    for k, v in m.items():
+        if k in HIDDEN_METRICS:
+            continue
+        text = si(v) if isinstance(v, int | float) and not isinstance(v, bool) else str(v)
+        parts.append(f"{k}={text}")
+    return ", ".join(parts)
+
+
+def _cell_rows(series: list[analysis.Series]) -> list[dict[str, Any]]:
+    rows = []
+    for s in series:
+        factor, _ = analysis.rate_scale(s.unit)
+        for cores, c in sorted(s.cells.items()):
+            loadgen = ""
+            if c.loadgen:
+                loadgen = f"{c.loadgen} (shared with the measured CPUs)" if c.loadgen_shared else c.loadgen
+            rows.append({
+                "variant": s.variant, "cores": cores, "cpus": c.cpus, "loadgen": loadgen,
+                "best": si(c.best and c.best * factor), "median": si(c.median and c.median * factor),
+                "spread": f"{si(min(c.per_core) * factor)} … {si(max(c.per_core) * factor)}" if c.per_core else "–",
+                "metrics": _metrics(c.best_metrics),
+                "n": len(c.per_core), "user": "–" if c.user is None else f"{c.user:.3g}",
+                "system": "–" if c.system is None else f"{c.system:.3g}",
+                "idle": "–" if c.idle_fraction is None else f"{c.idle_fraction:.0%}",
+                "failed": len(c.failed),
+            })
+    return rows
+
+
+def _summary_rows(series: list[analysis.Series]) -> list[dict[str, Any]]:
+    rows = []
+    for s in series:
+        ratio = s.scalability()
+        cells = s.ok_cells()
+        factor, per = analysis.rate_scale(s.unit)
+        suffix = "/h" if per == "hour" else "/s"
+        rows.append({
+            "test": s.name, "variant": s.variant, "unit": s.unit,
+            "one": si(cells[0].best * factor) + suffix if cells and cells[0].cores == 1 else "–",
+            "at": ratio[1] if ratio else "–", "top": si(cells[-1].best * factor) + suffix if ratio else "–",
+            "ratio": f"{ratio[0]:.2f}" if ratio else "–",
+            "grade": "" if ratio is None else "good" if ratio[0] >= 0.9 else "fair" if ratio[0] >= 0.5 else "poor",
+        })
+    return rows
+
+
+def _lock_model(group: list[analysis.Series], run: dict[str, Any], files: Path) -> dict[str, Any]:
+    """The lock-collapse model fitted to the measured locks, carried to 256 cores or the machine's size."""
+    params = run["plan"]["params"].get("scale", {})
+    fits = lockmodel.fits_from_series(group, float(params.get("par_ns", 9800)), float(params.get("cs_ns", 0)))
+    if not fits:
+        return {}
+    up_to = max(256, len(run["environment"]["topology"]["cpus"]))
+    svg = plots.save(plots.lock_model_figure(fits, up_to), files, "scale_lock_model")
+    rows = []
+    for name, f in fits.items():
+        p = f.params
+        knee = p.collapse(up_to)
+        rows.append({"lock": name, "kind": p.kind, "s": f"{p.s:.0f}", "c": f"{p.c:.1f}",
+                     "err": f"{f.rms_log_error:.1%}", "at48": si(p.per_core(48)), "top": si(p.per_core(up_to)),
+                     "collapse": knee or "none", "note": f.note})
+    return {"model": Markup(svg), "model_rows": rows, "model_cores": up_to}
+
+
+def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
+    runs = [db.run(ref) for ref in run_refs]
+    compare = len(runs) > 1
+    files = output.parent / f"{output.stem}_files"
+    series: list[analysis.Series] = []
+    failures: list[dict[str, Any]] = []
+    for r in runs:
+        pts = db.points(r["id"], with_logs=True)
+        series.extend(analysis.build_series(pts, _run_label(r) if compare else None))
+        failures.extend({"run": _run_label(r), "name": f"{p['workload']}/{p['test']}".rstrip("/"),
+                         "variant": p["variant"], "cores": p["cores"], "trial": p["trial"], "cpus": p["cpus"],
+                         "reason": p["reason"], "logs": (p.get("logs") or "")[-4000:]}
+                        for p in pts if p["status"] != "ok")
+
+    sections = []
+    for name, group in analysis.group_by_test(series).items():
+        stem = plots.file_stem(name)
+        title = f"{name} ({group[0].unit})"
+        svg = plots.save(plots.test_figure(group, title), files, stem)
+        samples_fig = plots.samples_figure(group)
+        samples_svg = plots.save(samples_fig, files, f"{stem}_samples") if samples_fig else None
+        section = {"name": name, "anchor": stem, "figure": Markup(svg),
+                   "samples": Markup(samples_svg) if samples_svg else None, "rows": _cell_rows(group)}
+        if name == "scale/lock":
+            section.update(_lock_model(group, runs[0], files))
+        section["per"] = analysis.rate_scale(group[0].unit)[1]
+        sections.append(section)
+    summary_fig = plots.summary_figure(series)
+    summary_svg = Markup(plots.save(summary_fig, files, "summary")) if summary_fig else None
+
+    env = Environment(loader=PackageLoader("mosbench.report"), autoescape=select_autoescape())
+    html = env.get_template("report.html.j2").render(
+        runs=[{
+            "id": r["id"], "label": _run_label(r), "status": r["status"], "command": r["command"],
+            "started": r["started_at"].strftime("%Y-%m-%d %H:%M:%S"),
+            "finished": r["finished_at"].strftime("%Y-%m-%d %H:%M:%S") if r["finished_at"] else "",
+            "env": {k: r["environment"].get(k) for k in ENV_KEYS},
+            "plan": json.dumps(r["plan"], indent=1),
+            "details": json.dumps({k: v for k, v in r["environment"].items() if k not in ENV_KEYS and k != "topology"},
+                                  indent=1, sort_keys=True),
+        } for r in runs],
+        summary_svg=summary_svg, summary_rows=_summary_rows(series), sections=sections, failures=failures,
+        files=files.name,
+    )
+    output.write_text(html)
+    return output

@@ -1,0 +1,192 @@
+"""The paper's figure formats, drawn with matplotlib.
+
+Per test (the paper's Figures 4–11): per-core throughput against cores on the left axis (solid, the
+best trial with a bar from the worst to the best), CPU µs per unit of work on the right axis (user
+dashed, system dotted), one colour per variant. The summary (Figure 3): per-core throughput at the
+most cores relative to one core, as bars, variants side by side. Per-second samples at the highest
+core count show warm-up, drift and throttling.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display on benchmark machines; must precede pyplot
+
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import EngFormatter, MaxNLocator  # noqa: E402
+
+from mosbench.analysis import BEFORE_AFTER, Series, rate_scale  # noqa: E402
+
+COLORS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+
+
+def _plural(unit: str) -> str:
+    return unit if unit.endswith("s") or "/" in unit else unit + "s"
+
+
+def _core_ticks(ax, counts: list[int]) -> None:
+    if 1 < len(counts) <= 12:
+        ax.set_xticks(counts)
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def test_figure(series: list[Series], title: str) -> Figure:
+    fig, left = plt.subplots(figsize=(7.2, 4.2), layout="constrained")
+    right = left.twinx()
+    unit = series[0].unit
+    factor, per = rate_scale(unit)
+    counts: set[int] = set()
+    for i, s in enumerate(series):
+        color = COLORS[i % len(COLORS)]
+        cells = s.ok_cells()
+        if not cells:
+            continue
+        xs = [c.cores for c in cells]
+        counts.update(xs)
+        best = [c.best * factor for c in cells]
+        low = [b - min(c.per_core) * factor for b, c in zip(best, cells, strict=True)]
+        left.errorbar(xs, best, yerr=[low, [0.0] * len(best)], color=color, marker="o", markersize=4,
+                      linewidth=1.8, capsize=2, label=f"{s.variant}: {_plural(unit)}/{per}/core")
+        cpu = 1e-6 if unit == "job" else 1.0  # a job's CPU time reads better in seconds
+        right.plot(xs, [c.user * cpu for c in cells], color=color, linestyle="--", linewidth=1.2,
+                   label=f"{s.variant}: user")
+        right.plot(xs, [c.system * cpu for c in cells], color=color, linestyle=":", linewidth=1.5,
+                   label=f"{s.variant}: system")
+        failed = [c.cores for c in s.cells.values() if c.failed and not c.per_core]
+        if failed:
+            left.plot(failed, [0] * len(failed), "x", color=color, markersize=8, label=f"{s.variant}: failed")
+    left.set_xlabel("cores")
+    left.set_ylabel(f"throughput ({_plural(unit)}/{per}/core)")
+    right.set_ylabel(f"CPU time (µsec/{unit})" if unit != "job" else "CPU time (sec/job)")
+    left.yaxis.set_major_formatter(EngFormatter(sep=""))
+    left.set_ylim(bottom=0)
+    right.set_ylim(bottom=0)
+    left.set_xlim(left=0)
+    _core_ticks(left, sorted(counts))
+    left.grid(True, alpha=0.3)
+    handles = left.get_legend_handles_labels()
+    more = right.get_legend_handles_labels()
+    left.legend(handles[0] + more[0], handles[1] + more[1], fontsize=7, loc="lower left", framealpha=0.85)
+    left.set_title(title, fontsize=10)
+    return fig
+
+
+def summary_figure(series: list[Series]) -> Figure | None:
+    """Figure 3: one group of bars per test, one bar per variant it has; stock before scalable."""
+    tests: dict[str, dict[str, tuple[float, int]]] = {}
+    for s in series:
+        ratio = s.scalability()
+        if ratio is not None:
+            tests.setdefault(s.name, {})[s.variant] = ratio
+    if not tests:
+        return None
+    seen = list(dict.fromkeys(v for per in tests.values() for v in per))
+    variants = sorted(seen, key=lambda v: (BEFORE_AFTER.get(v.split(" (")[0], 2), seen.index(v)))
+    color = {v: COLORS[i % len(COLORS)] for i, v in enumerate(variants)}
+    nbars = sum(len(per) for per in tests.values())
+    fig, ax = plt.subplots(figsize=(min(16.0, max(6.0, 0.32 * nbars + 0.35 * len(tests) + 1.5)), 4.2),
+                           layout="constrained")
+    width = 0.8 / max(len(per) for per in tests.values())
+    labelled: set[str] = set()
+    for i, per in enumerate(tests.values()):
+        present = [v for v in variants if v in per]
+        for j, v in enumerate(present):
+            x = i + (j - (len(present) - 1) / 2) * width
+            ax.bar(x, per[v][0], width=width * 0.92, color=color[v], label=None if v in labelled else v)
+            labelled.add(v)
+    ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+    ax.set_xticks(range(len(tests)), list(tests), rotation=30, ha="right", fontsize=8)
+    at = sorted({r[1] for per in tests.values() for r in per.values()})
+    where = f"{at[0]} cores" if len(at) == 1 else f"{at[0]}–{at[-1]} cores"
+    ax.set_ylabel(f"per-core throughput at {where}\nrelative to one core")
+    ax.set_ylim(bottom=0, top=max(1.2, max(r[0] for per in tests.values() for r in per.values()) * 1.1))
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=8, ncols=min(len(variants), 6), loc="upper center", bbox_to_anchor=(0.5, -0.25))
+    ax.set_title("Scalability at the most cores measured (1.0 = perfect)", fontsize=10)
+    return fig
+
+
+def samples_figure(series: list[Series]) -> Figure | None:
+    """Per-second per-core rate of every trial at each series' highest core count, warm-up drawn faint."""
+    fig, ax = plt.subplots(figsize=(7.2, 2.8), layout="constrained")
+    drawn = False
+    for i, s in enumerate(series):
+        cells = s.ok_cells()
+        if not cells:
+            continue
+        top = cells[-1]
+        for n, samples in enumerate(top.samples):
+            for phase, alpha in (("warmup", 0.35), ("window", 1.0)):
+                pts = [p for p in samples if p.get("phase") == phase]
+                if not pts:
+                    continue
+                ax.plot([p["t"] for p in pts], [p["rate"] / top.cores for p in pts], color=COLORS[i % len(COLORS)],
+                        alpha=alpha, marker=".", linewidth=1,
+                        label=f"{s.variant}, {top.cores} cores" if n == 0 and phase == "window" else None)
+                drawn = True
+    if not drawn:
+        plt.close(fig)
+        return None
+    ax.axvline(0, color="gray", linewidth=0.8)
+    ax.set_xlabel("seconds from the start of the window (warm-up faint, before 0)")
+    ax.set_ylabel(f"{_plural(series[0].unit)}/sec/core")
+    ax.yaxis.set_major_formatter(EngFormatter(sep=""))
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    return fig
+
+
+def lock_model_figure(fits: dict, up_to: int) -> Figure:
+    """Measured scale/lock points with the fitted model of each lock, carried out to up_to cores."""
+    from mosbench.lockmodel import core_axis
+
+    fig, ax = plt.subplots(figsize=(7.2, 4.2), layout="constrained")
+    xs = core_axis(up_to)
+    knees: set[int] = set()
+    for i, (variant, f) in enumerate(fits.items()):
+        color = COLORS[i % len(COLORS)]
+        p = f.params
+        ax.plot(xs, [p.per_core(n) for n in xs], color=color, linewidth=1.4,
+                linestyle="-" if p.kind == "ticket" else "--",
+                label=f"{variant}: {p.kind} model, s={p.s:.0f} ns, c={p.c:.1f} ns")
+        ax.plot(f.cores, f.measured, "o", color=color, markersize=5)
+        knee = p.collapse(up_to)
+        if knee and knee not in knees:
+            knees.add(knee)
+            ax.axvline(knee, color=color, linewidth=0.8, linestyle=":")
+            ax.annotate(f"collapse at {knee}", (knee, p.per_core(knee)), textcoords="offset points",
+                        xytext=(4, 6), fontsize=7, color=color)
+    ax.set_xlabel("cores (dots: measured; lines: model)")
+    ax.set_ylabel("acquisitions/sec/core")
+    ax.yaxis.set_major_formatter(EngFormatter(sep=""))
+    ax.set_ylim(bottom=0)
+    ax.set_xlim(left=0, right=up_to)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="upper right")
+    first = next(iter(fits.values())).params
+    ax.set_title(f"Lock-collapse model (a = {first.a:.0f} ns outside the lock)", fontsize=10)
+    return fig
+
+
+def save(fig: Figure, directory: Path, stem: str) -> str:
+    """Writes stem.png and stem.svg; returns the SVG text for embedding in the HTML report."""
+    directory.mkdir(parents=True, exist_ok=True)
+    fig.savefig(directory / f"{stem}.png", dpi=130)
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg")
+    svg = buf.getvalue()
+    (directory / f"{stem}.svg").write_text(svg)
+    plt.close(fig)
+    return svg[svg.index("<svg"):]  # drop the XML prolog and doctype: the HTML embeds the element itself
+
+
+def file_stem(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
