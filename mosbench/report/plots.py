@@ -17,11 +17,11 @@ import matplotlib
 
 matplotlib.use("Agg")  # no display on benchmark machines; must precede pyplot
 
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import EngFormatter, MaxNLocator  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+from matplotlib.ticker import EngFormatter, MaxNLocator
 
-from mosbench.analysis import BEFORE_AFTER, Series, rate_scale  # noqa: E402
+from mosbench.analysis import BEFORE_AFTER, Series, rate_scale
 
 COLORS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 

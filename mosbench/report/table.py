@@ -77,7 +77,7 @@ def lock_model_table(fits: dict, up_to: int) -> Table:
     """Each lock's fitted model: its parameters, fit error, and predicted per-core throughput."""
     measured = max((max(f.cores) for f in fits.values() if f.cores), default=1)
     counts = sorted({1, measured, 48, up_to} - ({48} if up_to < 48 else set()))
-    t = Table(title=f"Lock model: acquisitions/s/core at each core count", title_justify="left",
+    t = Table(title="Lock model: acquisitions/s/core at each core count", title_justify="left",
               box=box.SIMPLE_HEAD)
     for col in ("lock", "model", "s ns", "c ns", "fit err", *(f"{n}" for n in counts), "collapse"):
         t.add_column(col, justify="left" if col in ("lock", "model") else "right", no_wrap=True)
