@@ -15,6 +15,8 @@
  */
 #include "micro.h"
 
+#include "cpulist.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -106,49 +108,6 @@ static void sleep_s(double s)
 static _Atomic uint64_t *slot(struct micro_header *hdr, unsigned nr)
 {
 	return (_Atomic uint64_t *)((char *)hdr + SLOTS_OFFSET + (size_t)nr * SLOT_STRIDE);
-}
-
-static int parse_cpus(const char *s, int **out, unsigned *n)
-{
-	size_t cap = 16, len = 0;
-	int *v = malloc(cap * sizeof(*v));
-	const char *p = s;
-
-	while (v && *p) {
-		char *end;
-		long a = strtol(p, &end, 10), b;
-		if (end == p || a < 0)
-			goto bad;
-		b = a;
-		if (*end == '-') {
-			p = end + 1;
-			b = strtol(p, &end, 10);
-			if (end == p || b < a)
-				goto bad;
-		}
-		for (long c = a; c <= b; c++) {
-			if (len == cap) {
-				int *nv = realloc(v, (cap *= 2) * sizeof(*v));
-				if (!nv)
-					goto bad;
-				v = nv;
-			}
-			v[len++] = (int)c;
-		}
-		if (*end == ',')
-			end++;
-		else if (*end)
-			goto bad;
-		p = end;
-	}
-	if (!v || !len)
-		goto bad;
-	*out = v;
-	*n = (unsigned)len;
-	return 0;
-bad:
-	free(v);
-	return -1;
 }
 
 static int pin_to(int cpu)
@@ -479,7 +438,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mosbench-micro: %s runs in threads mode only\n", test_name);
 		return 2;
 	}
-	if (parse_cpus(cpus, &r.cpus, &r.ntasks)) {
+	if (cpulist_parse(cpus, &r.cpus, &r.ntasks)) {
 		fprintf(stderr, "mosbench-micro: bad CPU list '%s'\n", cpus);
 		return 2;
 	}

@@ -16,6 +16,8 @@
 #include "metis/metis.h"
 #include "metis/output.h"
 
+#include "cpulist.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -30,45 +32,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-static int parse_cpus(const char *s, int **out, unsigned *n)
-{
-	size_t cap = 16, len = 0;
-	int *v = malloc(cap * sizeof(*v));
-	while (v && *s) {
-		char *end;
-		long a = strtol(s, &end, 10), b = a;
-		if (end == s || a < 0)
-			break;
-		if (*end == '-') {
-			s = end + 1;
-			b = strtol(s, &end, 10);
-			if (end == s || b < a)
-				break;
-		}
-		for (long c = a; c <= b; c++) {
-			if (len == cap) {
-				int *nv = realloc(v, (cap *= 2) * sizeof(*v));
-				if (!nv) {
-					free(v);
-					return -1;
-				}
-				v = nv;
-			}
-			v[len++] = (int)c;
-		}
-		s = *end == ',' ? end + 1 : end;
-		if (*end && *end != ',')
-			break;
-	}
-	if (!v || !len || *s) {
-		free(v);
-		return -1;
-	}
-	*out = v;
-	*n = (unsigned)len;
-	return 0;
-}
 
 /* Writes through a temporary file renamed into place only when every byte is out. */
 static int write_atomically(const char *path, int (*fill)(FILE *f, const void *arg), const void *arg)
@@ -247,7 +210,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	int *cpu_list;
-	if (parse_cpus(cpus, &cpu_list, &job.ncpus)) {
+	if (cpulist_parse(cpus, &cpu_list, &job.ncpus)) {
 		fprintf(stderr, "mosbench-metis: bad CPU list '%s'\n", cpus);
 		return 2;
 	}
