@@ -15,6 +15,8 @@ import statistics
 import subprocess
 from pathlib import Path
 
+from mosbench.report.table import si
+
 ROOT = Path(__file__).resolve().parent.parent
 BINARY = ROOT / "native" / "build" / "mosbench-scale"
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
@@ -26,13 +28,6 @@ def rate(test: str, cpus: str) -> float:
     out = subprocess.run([str(BINARY), "--test", test, "--mode", "threads", "--cpus", cpus, "--warmup", WARMUP,
                           "--duration", DURATION], check=True, capture_output=True, text=True).stdout
     return float(re.search(r"ops_per_sec_per_task=(\d+)", out).group(1))
-
-
-def si(x: float) -> str:
-    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if x >= scale:
-            return f"{x / scale:.3g}{unit}"
-    return f"{x:.3g}"
 
 
 def main() -> None:

@@ -25,6 +25,7 @@ from mosbench.isolation import Group, Isolator
 from mosbench.journal import Journal
 from mosbench.plan import Plan, PointKey
 from mosbench.processes import Launcher
+from mosbench.report.table import si
 from mosbench.store import Store, now
 from mosbench.topology import Topology
 from mosbench.workloads.base import Instance, PointContext, RunContext, Workload
@@ -250,12 +251,5 @@ def _describe(key: PointKey, v: dict[str, Any]) -> str:
     user = accounting.per_unit_us(v["user_s"], v["work"])
     system = accounting.per_unit_us(v["system_s"], v["work"])
     idle = v["idle_s"] / max(v["user_s"] + v["system_s"] + v["idle_s"], 1e-9)
-    return (f"✓ {key.label()} [dim]cpus {v['cpus']}[/dim]: {_si(v['throughput'])} {v['unit']}/s, "
-            f"{_si(per_core)}/s/core, user {user:.3g} µs, sys {system:.3g} µs per {v['unit']}, idle {idle:.0%}")
-
-
-def _si(x: float) -> str:
-    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(x) >= scale:
-            return f"{x / scale:.3g}{unit}"
-    return f"{x:.3g}"
+    return (f"✓ {key.label()} [dim]cpus {v['cpus']}[/dim]: {si(v['throughput'])} {v['unit']}/s, "
+            f"{si(per_core)}/s/core, user {user:.3g} µs, sys {system:.3g} µs per {v['unit']}, idle {idle:.0%}")

@@ -18,6 +18,12 @@ def si(x: float | None, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
+def rate(per_s: float, unit: str) -> str:
+    """A per-second throughput in the unit's own time base: "9.76M/s", or "1.18k/h" for jobs."""
+    factor, per = rate_scale(unit)
+    return si(per_s * factor) + ("/h" if per == "hour" else "/s")
+
+
 def _us(x: float | None) -> str:
     return "–" if x is None else f"{x:.3g}"
 
@@ -60,16 +66,14 @@ def summary_table(series: list[Series]) -> Table:
     for s in series:
         ratio = s.scalability()
         cells = s.ok_cells()
-        factor, per = rate_scale(s.unit)
-        suffix = "/h" if per == "hour" else "/s"
         if ratio is None:
-            t.add_row(s.name, s.variant, s.unit, si(cells[0].best * factor) + suffix if cells else "–", "–", "–",
+            t.add_row(s.name, s.variant, s.unit, rate(cells[0].best, s.unit) if cells else "–", "–", "–",
                       "needs 1 core and another count")
             continue
         value, at = ratio
         style = "green" if value >= 0.9 else "yellow" if value >= 0.5 else "red"
-        t.add_row(s.name, s.variant, s.unit, si(cells[0].best * factor) + suffix, str(at),
-                  si(cells[-1].best * factor) + suffix, f"[{style}]{value:.2f}[/{style}]")
+        t.add_row(s.name, s.variant, s.unit, rate(cells[0].best, s.unit), str(at), rate(cells[-1].best, s.unit),
+                  f"[{style}]{value:.2f}[/{style}]")
     return t
 
 
