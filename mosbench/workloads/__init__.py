@@ -6,9 +6,10 @@ from mosbench.errors import UserError
 from mosbench.workloads.base import Workload
 from mosbench.workloads.metis import Metis
 from mosbench.workloads.micro import Micro
+from mosbench.workloads.psearchy import Psearchy
 from mosbench.workloads.scale import Scale
 
-REGISTRY: dict[str, type[Workload]] = {w.name: w for w in (Micro, Scale, Metis)}
+REGISTRY: dict[str, type[Workload]] = {w.name: w for w in (Micro, Scale, Metis, Psearchy)}
 
 
 def get(name: str) -> Workload:

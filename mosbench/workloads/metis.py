@@ -9,20 +9,17 @@ memory bandwidth (a STREAM triad) before the job, the yardstick for the reduce p
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from mosbench import native
-from mosbench.errors import PointFailed, UserError
-from mosbench.processes import wait_for
-from mosbench.workloads.base import Instance, Param, PointContext, RunContext, Sample, TestInfo, Variant, Workload
+from mosbench.errors import UserError
+from mosbench.workloads.base import Instance, Param, PointContext, RunContext, TestInfo, Variant, Workload
+from mosbench.workloads.job import JobInstance
 
 BINARY = "mosbench-metis"
-READY_TIMEOUT_S = 600  # loading a multi-gigabyte input into memory
 
 
 def default_size_mb(cores: int, memory_bytes: int) -> int:
@@ -30,61 +27,25 @@ def default_size_mb(cores: int, memory_bytes: int) -> int:
     return max(64, min(64 * cores, memory_bytes // 8 >> 20))
 
 
-class MetisInstance(Instance):
+class MetisInstance(JobInstance):
+    program = BINARY
+
     def __init__(self, ctx: PointContext, binary: Path, input_path: Path):
-        self.ctx = ctx
-        self.name = f"metis-{ctx.test}-{ctx.variant}"
-        self.result = ctx.scratch / "result.json"
         args = [str(binary), "--app", ctx.test, "--input", str(input_path), "--cpus",
-                ",".join(map(str, ctx.cpus)), "--pages", ctx.variant, "--result", str(self.result),
+                ",".join(map(str, ctx.cpus)), "--pages", ctx.variant, "--result", str(ctx.scratch / "result.json"),
                 "--wait-signal", "--stream"]
         if ctx.params["partitions"]:
             args += ["--partitions", str(ctx.params["partitions"])]
-        self.proc = ctx.launcher.spawn(self.name, args, ctx.group)
-        self._stopped = False
-        out = ctx.launcher.logdir / f"{self.name}.out"
-        try:
-            ready = wait_for(lambda: self.proc.poll() is not None or
-                             (out.exists() and "ready" in out.read_text()), READY_TIMEOUT_S, 0.02)
-            self.check()
-            if not ready:
-                raise PointFailed(f"metis did not load its input within {READY_TIMEOUT_S} s")
-        except BaseException:
-            self.stop()
-            raise
+        super().__init__(ctx, f"metis-{ctx.test}-{ctx.variant}", args)
 
-    def begin(self) -> None:
-        self.proc.send_signal(signal.SIGUSR1)
-
-    @property
-    def finished(self) -> bool:
-        return self.proc.poll() == 0 and self.result.exists()
-
-    def sample(self) -> Sample:
-        return Sample(1.0 if self.finished else 0.0)
-
-    def check(self) -> None:
-        rc = self.proc.poll()
-        if rc is not None and rc != 0:
-            err = (self.ctx.launcher.logdir / f"{self.name}.err").read_text(errors="replace").strip()
-            raise PointFailed(err.splitlines()[-1] if err else f"mosbench-metis exited with status {rc}")
-
-    def stop(self) -> dict[str, Any]:
-        if not self._stopped:
-            self._stopped = True
-            self.ctx.launcher.stop(self.proc)
-        if not self.result.exists():
-            return {}
-        r = json.loads(self.result.read_text())
+    def metrics(self, result: dict[str, Any]) -> dict[str, Any]:
+        r = result
         metrics = {k: r[k] for k in ("job_s", "map_s", "reduce_s", "merge_s", "keys", "minor_faults",
                                      "major_faults", "pages")}
         if r["reduce_s"] > 0:
             metrics["reduce_bytes_per_s"] = r["reduce_bytes"] / r["reduce_s"]
         metrics["stream_triad_bytes_per_s"] = r["stream_triad_bytes_per_s"]
         return metrics
-
-    def logs(self) -> str:
-        return self.ctx.launcher.log_tail(self.name, 50)
 
 
 class Metis(Workload):

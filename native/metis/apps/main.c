@@ -17,6 +17,7 @@
 #include "metis/output.h"
 
 #include "cpulist.h"
+#include "job.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,23 +34,9 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Writes through a temporary file renamed into place only when every byte is out. */
-static int write_atomically(const char *path, int (*fill)(FILE *f, const void *arg), const void *arg)
+static int fill_line(FILE *f, const void *arg)
 {
-	char tmp[4096];
-	if (snprintf(tmp, sizeof(tmp), "%s.partial", path) >= (int)sizeof(tmp))
-		return ENAMETOOLONG;
-	FILE *f = fopen(tmp, "w");
-	if (!f)
-		return errno;
-	int err = fill(f, arg);
-	if (fclose(f) && !err)
-		err = errno ? errno : EIO;
-	if (!err && rename(tmp, path))
-		err = errno;
-	if (err)
-		unlink(tmp);
-	return err;
+	return fputs(arg, f) < 0 ? errno : 0;
 }
 
 static int fill_result(FILE *f, const void *arg)
@@ -76,13 +63,6 @@ struct triad {
 	double seconds;
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void *triad_thread(void *p)
 {
 	struct triad *t = p;
@@ -98,10 +78,10 @@ static void *triad_thread(void *p)
 	t->seconds = 1e9;
 	for (int round = 0; round < 5; round++) {
 		pthread_barrier_wait(t->barrier);
-		double t0 = now_s();
+		double t0 = job_now_s();
 		for (size_t i = 0; i < t->n; i++)
 			t->a[i] = t->b[i] + 3.0 * t->c[i];
-		double dt = now_s() - t0;
+		double dt = job_now_s() - t0;
 		if (dt < t->seconds)
 			t->seconds = dt;
 		pthread_barrier_wait(t->barrier);
@@ -193,7 +173,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "mosbench-metis: --generate needs --size-mb and a --vocab above 0\n");
 			return 2;
 		}
-		int err = write_atomically(generate, fill_generated, &gen);
+		int err = job_write_atomically(generate, fill_generated, &gen);
 		if (err) {
 			fprintf(stderr, "mosbench-metis: %s: %s\n", generate, strerror(err));
 			return 1;
@@ -235,27 +215,19 @@ int main(int argc, char **argv)
 	}
 	double bandwidth = stream ? stream_triad(cpu_list, job.ncpus) : 0;
 
-	if (wait_signal) {
-		sigset_t set;
-		int sig;
-		sigemptyset(&set);
-		sigaddset(&set, SIGUSR1);
-		sigprocmask(SIG_BLOCK, &set, NULL);
-		printf("ready\n");
-		fflush(stdout);
-		sigwait(&set, &sig);
-	}
+	if (wait_signal)
+		job_wait_start("ready");
 	struct metis_result r;
 	struct metis_state *state = NULL;
-	double t0 = now_s();
+	double t0 = job_now_s();
 	int err = metis_run(&job, &r, &state);
-	double job_s = now_s() - t0;
+	double job_s = job_now_s() - t0;
 	if (err) {
 		fprintf(stderr, "mosbench-metis: %s job failed: %s\n", job.app->name, strerror(err));
 		metis_free(state);
 		return 1;
 	}
-	if (output && (err = write_atomically(output, fill_result, &r))) {
+	if (output && (err = job_write_atomically(output, fill_result, &r))) {
 		fprintf(stderr, "mosbench-metis: %s: %s\n", output, strerror(err));
 		metis_free(state);
 		return 1;
@@ -272,12 +244,9 @@ int main(int argc, char **argv)
 	fputs(line, stdout);
 	fflush(stdout);
 	metis_free(state);
-	if (result) {
-		FILE *f = fopen(result, "w");
-		if (!f || fputs(line, f) < 0 || fclose(f)) {
-			fprintf(stderr, "mosbench-metis: %s: %s\n", result, strerror(errno));
-			return 1;
-		}
+	if (result && (err = job_write_atomically(result, fill_line, line))) {
+		fprintf(stderr, "mosbench-metis: %s: %s\n", result, strerror(err));
+		return 1;
 	}
 	free(cpu_list);
 	return 0;
