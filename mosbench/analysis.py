@@ -105,7 +105,8 @@ def build_series(points: list[dict[str, Any]], run_label: str | None = None) -> 
 
 
 # Each workload's baseline first, then its fix: the paper's before and after, then the other forms.
-BEFORE_AFTER = {"stock": 0, "4k": 0, "procs": 0, "scalable": 1, "2m": 1, "threads": 1}
+# Threads (one shared address space) come before processes, as in the paper's pedsort figure.
+BEFORE_AFTER = {"stock": 0, "4k": 0, "threads": 0, "scalable": 1, "2m": 1, "procs": 1}
 
 
 def _variant_order(s: Series) -> tuple[int, str]:

@@ -116,15 +116,17 @@ static int cmd_index(int argc, char **argv)
 		free(cpu_list);
 		return 1;
 	}
-	struct sigaction sa = { .sa_handler = on_signal };
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 	if (wait_signal) {
 		char line[128];
 		snprintf(line, sizeof(line), "ready %zu files %" PRIu64 " bytes", c.n, c.bytes);
 		job_wait_start(line);
 	}
+	/* Until now a signal's default action was right: nothing had been written. From here the job
+	 * must stop its workers and remove its partial index first. */
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	struct ps_stats st;
 	int rc = ps_index(&c, &opt, &st, err);
 	if (rc) {

@@ -46,11 +46,14 @@ struct shared {
 	struct wstat w[];
 };
 
-/* Where ps_interrupt, called from a signal handler, finds the running job. */
+/* Where ps_interrupt, called from a signal handler, finds the running job; an interrupt that comes
+ * before the job has its state is kept pending for it. */
 static struct shared *_Atomic interrupt_target;
+static atomic_int interrupt_pending;
 
 void ps_interrupt(void)
 {
+	atomic_store(&interrupt_pending, 1);
 	struct shared *sh = atomic_load(&interrupt_target);
 	int running = RUNNING;
 	if (sh)
@@ -498,7 +501,9 @@ int ps_index(const struct ps_corpus *c, const struct ps_options *opt, struct ps_
 					 .fanin = fanin };
 	}
 	atomic_store(&interrupt_target, sh);
-	if (*err || start_workers(ws, opt, sh, err))
+	if (atomic_load(&interrupt_pending))
+		atomic_store(&sh->state, INTERRUPTED);
+	else if (*err || start_workers(ws, opt, sh, err))
 		atomic_store(&sh->state, FAILED);
 	/* The file table is the parent's work, done while the workers index. */
 	else if (write_files_db(c, tmp, err))
