@@ -1,7 +1,7 @@
 """A file per run listing what the run changed on the machine, so a crash cannot leave it behind.
 
-Every cgroup made, CPU offlined and process started is written down before it takes effect and
-crossed off when undone. A run that dies without cleaning up (SIGKILL, power loss of the harness)
+Every cgroup made, CPU offlined, process started and scratch directory made is written down before it
+takes effect and crossed off when undone. A run that dies without cleaning up (SIGKILL, power loss of the harness)
 leaves its journal; the next mosbench command finds journals whose owner is gone and undoes them.
 """
 
@@ -10,10 +10,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import tempfile
 import time
 from pathlib import Path
+
+SCRATCH_PREFIX = "mosbench-run"
 
 
 def state_dir() -> Path:
@@ -52,6 +55,7 @@ class Journal:
             "cgroups": [],
             "offlined": [],
             "procs": [],
+            "dirs": [],
         }
         self._save()
 
@@ -89,6 +93,12 @@ class Journal:
         self.data["procs"] = [p for p in self.data["procs"] if p[0] != pid]
         self._save()
 
+    def add_dir(self, path: Path) -> None:
+        self._add("dirs", str(path))
+
+    def remove_dir(self, path: Path) -> None:
+        self._remove("dirs", str(path))
+
     def close(self) -> None:
         """Ends the journal; only call once everything it lists has been undone."""
         with contextlib.suppress(FileNotFoundError):
@@ -96,7 +106,8 @@ class Journal:
 
 
 def undo(data: dict) -> list[str]:
-    """Undoes what a journal lists: kill its processes, remove its cgroups, bring its CPUs back."""
+    """Undoes what a journal lists: kill its processes, remove its cgroups and scratch directories, bring
+    its CPUs back."""
     done: list[str] = []
     for pid, start in data.get("procs", []):
         if is_same_process(pid, start):
@@ -110,6 +121,11 @@ def undo(data: dict) -> list[str]:
             kill_cgroup_procs(path)
             if remove_cgroup_dir(path):
                 done.append(f"removed cgroup {cg}")
+    for d in data.get("dirs", []):
+        # Only a run's own scratch (tmpfs memory until removed), whatever the journal file says.
+        if Path(d).name.startswith(SCRATCH_PREFIX) and Path(d).is_dir():
+            shutil.rmtree(d, ignore_errors=True)
+            done.append(f"removed scratch directory {d}")
     for cpu in data.get("offlined", []):
         online = Path(f"/sys/devices/system/cpu/cpu{cpu}/online")
         with contextlib.suppress(OSError):

@@ -22,7 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from mosbench import accounting, cpulist, placement, workloads
 from mosbench.errors import PointFailed
 from mosbench.isolation import Group, Isolator
-from mosbench.journal import Journal
+from mosbench.journal import SCRATCH_PREFIX, Journal
 from mosbench.plan import Plan, PointKey
 from mosbench.processes import Launcher
 from mosbench.report.table import si
@@ -73,7 +73,8 @@ class Runner:
         old_handlers = {s: signal.signal(s, _raise_terminated) for s in (signal.SIGTERM, signal.SIGHUP)}
         journal = Journal()
         isolator: Isolator | None = None
-        scratch = Path(tempfile.mkdtemp(prefix=f"mosbench-run{run_id}-", dir=_scratch_parent()))
+        scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{run_id}-", dir=_scratch_parent()))
+        journal.add_dir(scratch)
         launcher = Launcher(journal, scratch / "logs")
         measured = failed = 0
         status = "incomplete"
@@ -106,9 +107,10 @@ class Runner:
                     w.teardown(ctx)
             if isolator is not None:
                 isolator.close()
-            if not journal.data["cgroups"] and not journal.data["offlined"] and not journal.data["procs"]:
-                journal.close()
             shutil.rmtree(scratch, ignore_errors=True)
+            journal.remove_dir(scratch)
+            if not any(journal.data[k] for k in ("cgroups", "offlined", "procs", "dirs")):
+                journal.close()
             self.store.finish_run(run_id, status)
             for s, h in old_handlers.items():
                 signal.signal(s, h)

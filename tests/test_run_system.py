@@ -134,12 +134,15 @@ def test_killed_harness_is_cleaned_up_by_the_next_run(tmp_path):
     proc.wait()
     time.sleep(1.5)
     assert not _leftovers("mosbench-run1-"), "runner outlived a SIGKILLed harness"
-    assert list(state.glob("run-*.json")), "the dead run left no journal"
+    journals = list(state.glob("run-*.json"))
+    assert journals, "the dead run left no journal"
+    scratch = [Path(d) for d in json.loads(journals[0].read_text())["dirs"]]
+    assert len(scratch) == 1 and scratch[0].is_dir()  # tmpfs memory, until the journal is undone
     r = mosbench("run", "micro/getppid1", "--cores", "1", "--trials", "1", "--warmup", "0", "--duration", "0.5",
                  "--store", str(db), env={"MOSBENCH_STATE": str(state)})
     assert r.returncode == 0, r.stderr
     assert "cleaned up after an earlier run" in r.stderr
-    assert not _our_cgroups() and not list(state.glob("run-*.json"))
+    assert not _our_cgroups() and not list(state.glob("run-*.json")) and not scratch[0].exists()
 
 
 @needs_root
