@@ -54,8 +54,8 @@ class Metis(Workload):
     unit = "job"
     kind = "job"
     variants = (
-        Variant("4k", "large tables in 4 KB pages (the paper's Stock + 4 KB pages)"),
-        Variant("2m", "large tables in 2 MB huge pages: reserved ones, else transparent (PK + 2 MB pages)"),
+        Variant("4k", "large tables in 4 KB pages: the paper's Stock + 4 KB pages"),
+        Variant("2m", "large tables in 2 MB pages, reserved else transparent: the paper's PK + 2 MB pages"),
     )
     params = (
         Param("size_mb", 0, "generated input size (0: 64 MB per CPU of the machine, at most 1/8 of memory)", "MB"),

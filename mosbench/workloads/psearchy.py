@@ -79,8 +79,8 @@ class Psearchy(Workload):
     unit = "job"
     kind = "job"
     variants = (
-        Variant("threads", "one process, a thread per core, stdio streams (the paper's Stock + Threads)"),
-        Variant("procs", "a process per core (the paper's Stock + Procs)"),
+        Variant("threads", "one process, a thread per core, stdio streams: the paper's Stock + Threads"),
+        Variant("procs", "a process per core: the paper's Stock + Procs"),
     )
     params = (
         Param("corpus", "", f"directory tree to index (default: {LINUX_TREE} unpacked once into a tmpfs cache)"),
