@@ -19,7 +19,8 @@ static inline double job_now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Prints `ready_line` and blocks until SIGUSR1. Call before starting any thread, so none takes it. */
+/* Prints `ready_line` and blocks until SIGUSR1. Call before starting any thread, so none takes it;
+ * SIGUSR1 stays blocked, so a second one cannot end the job. */
 static inline void job_wait_start(const char *ready_line)
 {
 	sigset_t set;
@@ -30,7 +31,6 @@ static inline void job_wait_start(const char *ready_line)
 	printf("%s\n", ready_line);
 	fflush(stdout);
 	sigwait(&set, &sig);
-	sigprocmask(SIG_UNBLOCK, &set, NULL);
 }
 
 /*
