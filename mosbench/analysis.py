@@ -109,9 +109,18 @@ def build_series(points: list[dict[str, Any]], run_label: str | None = None) -> 
 BEFORE_AFTER = {"stock": 0, "4k": 0, "threads": 0, "scalable": 1, "2m": 1, "procs": 1}
 
 
+def base_variant(variant: str) -> str:
+    """The workload's variant name of a series: compared runs label theirs "stock (run)"."""
+    return variant.split(" (")[0]
+
+
+def variant_rank(variant: str) -> int:
+    """Where a variant goes among its test's: baselines, then their fixes, then the other forms."""
+    return BEFORE_AFTER.get(base_variant(variant), 2)
+
+
 def _variant_order(s: Series) -> tuple[int, str]:
-    base = s.variant.split(" (")[0]
-    return (BEFORE_AFTER.get(base, 2), s.variant)
+    return (variant_rank(s.variant), s.variant)
 
 
 def group_by_test(series: list[Series]) -> dict[str, list[Series]]:

@@ -21,6 +21,8 @@ from typing import Literal
 import numpy as np
 from scipy.optimize import least_squares
 
+from mosbench.analysis import base_variant
+
 Kind = Literal["ticket", "scalable"]
 
 # Which lock each scale/lock variant is, for the model.
@@ -103,8 +105,7 @@ def fits_from_series(series: list, a: float, s_min: float = 1e-3) -> dict[str, F
     """A fit per scale/lock variant the model knows, from analysis.Series (best trial per core count)."""
     fits: dict[str, Fit] = {}
     for s in series:
-        base_variant = s.variant.split(" (")[0]  # compared runs label variants "stock (run)"
-        kind = KIND_OF_VARIANT.get(base_variant)
+        kind = KIND_OF_VARIANT.get(base_variant(s.variant))
         cells = s.ok_cells()
         if kind is None or not cells:
             continue

@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter, MaxNLocator
 
-from mosbench.analysis import BEFORE_AFTER, Series, rate_scale
+from mosbench.analysis import Series, rate_scale, variant_rank
 
 COLORS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 
@@ -88,7 +88,7 @@ def summary_figure(series: list[Series]) -> Figure | None:
     if not tests:
         return None
     seen = list(dict.fromkeys(v for per in tests.values() for v in per))
-    variants = sorted(seen, key=lambda v: (BEFORE_AFTER.get(v.split(" (")[0], 2), seen.index(v)))
+    variants = sorted(seen, key=lambda v: (variant_rank(v), seen.index(v)))
     color = {v: COLORS[i % len(COLORS)] for i, v in enumerate(variants)}
     nbars = sum(len(per) for per in tests.values())
     fig, ax = plt.subplots(figsize=(min(16.0, max(6.0, 0.32 * nbars + 0.35 * len(tests) + 1.5)), 4.2),
