@@ -15,7 +15,7 @@ from markupsafe import Markup
 
 from mosbench import analysis, lockmodel, store
 from mosbench.report import plots
-from mosbench.report.table import rate, si
+from mosbench.report.table import grade, rate, si
 
 ENV_KEYS = ("hostname", "kernel", "kernel_version", "kernel_cmdline", "arch", "cpu_model", "topology_summary",
             "memory_bytes", "governor", "thp", "thp_defrag", "smt_control", "virtualization", "mosbench_version",
@@ -71,7 +71,7 @@ def _summary_rows(series: list[analysis.Series]) -> list[dict[str, Any]]:
             "one": rate(cells[0].best, s.unit) if cells and cells[0].cores == 1 else "–",
             "at": ratio[1] if ratio else "–", "top": rate(cells[-1].best, s.unit) if ratio else "–",
             "ratio": f"{ratio[0]:.2f}" if ratio else "–",
-            "grade": "" if ratio is None else "good" if ratio[0] >= 0.9 else "fair" if ratio[0] >= 0.5 else "poor",
+            "grade": "" if ratio is None else grade(ratio[0]),
         })
     return rows
 

@@ -24,6 +24,14 @@ def rate(per_s: float, unit: str) -> str:
     return si(per_s * factor) + ("/h" if per == "hour" else "/s")
 
 
+def grade(ratio: float) -> str:
+    """A scalability ratio in words: good from 0.9 (near perfect), poor below 0.5 (half lost)."""
+    return "good" if ratio >= 0.9 else "fair" if ratio >= 0.5 else "poor"
+
+
+GRADE_STYLE = {"good": "green", "fair": "yellow", "poor": "red"}
+
+
 def _us(x: float | None) -> str:
     return "–" if x is None else f"{x:.3g}"
 
@@ -71,7 +79,7 @@ def summary_table(series: list[Series]) -> Table:
                       "needs 1 core and another count")
             continue
         value, at = ratio
-        style = "green" if value >= 0.9 else "yellow" if value >= 0.5 else "red"
+        style = GRADE_STYLE[grade(value)]
         t.add_row(s.name, s.variant, s.unit, rate(cells[0].best, s.unit), str(at), rate(cells[-1].best, s.unit),
                   f"[{style}]{value:.2f}[/{style}]")
     return t
