@@ -54,11 +54,8 @@ int ps_corpus_load(const char *root, struct ps_corpus *c, char *err)
 		return fail(err, v, n, "%s: %s", root, errno);
 	for (FTSENT *e; (e = fts_read(fts));) {
 		if (e->fts_info == FTS_DNR || e->fts_info == FTS_ERR || e->fts_info == FTS_NS) {
-			int en = e->fts_errno;
-			char *p = strdup(e->fts_path);
-			fts_close(fts);
-			fail(err, v, n, "%s: %s", p ? p : root, en);
-			free(p);
+			fail(err, v, n, "%s: %s", e->fts_path, e->fts_errno);
+			fts_close(fts);	/* after the message: it frees fts_path */
 			return -1;
 		}
 		if (e->fts_level == 0 && e->fts_info != FTS_D)
@@ -67,18 +64,13 @@ int ps_corpus_load(const char *root, struct ps_corpus *c, char *err)
 			continue;
 		/* Found now rather than by a worker half-way through the job. */
 		if (access(e->fts_path, R_OK)) {
-			int en = errno;
-			char *p = strdup(e->fts_path);
+			fail(err, v, n, "cannot read %s: %s", e->fts_path, errno);
 			fts_close(fts);
-			fail(err, v, n, "cannot read %s: %s", p ? p : root, en);
-			free(p);
 			return -1;
 		}
 		if ((uint64_t)e->fts_statp->st_size > UINT32_MAX) {
-			char *p = strdup(e->fts_path);
+			fail(err, v, n, "%s: %s (positions are 32-bit offsets)", e->fts_path, EFBIG);
 			fts_close(fts);
-			fail(err, v, n, "%s: %s (positions are 32-bit offsets)", p ? p : root, EFBIG);
-			free(p);
 			return -1;
 		}
 		if (n == cap) {

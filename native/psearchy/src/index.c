@@ -133,8 +133,8 @@ static int index_file(struct worker *w, struct ps_table *t, uint32_t id, unsigne
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return worker_fail(w, "cannot read %s: %s", path, strerror(errno));
-	struct wstat *st = &w->sh->w[w->id];
 	uint32_t h = PS_HASH_INIT, pos = 0, start = 0;
+	uint64_t words = 0;	/* counted here, not in the shared statistics on every word */
 	unsigned len = 0;
 	for (int ch;; pos++) {
 		ch = getc(f);
@@ -156,7 +156,7 @@ static int index_file(struct worker *w, struct ps_table *t, uint32_t id, unsigne
 					}
 					ps_table_add(t, word, len, h, id, start);
 				}
-				st->words++;
+				words++;
 			}
 			len = 0;
 			h = PS_HASH_INIT;
@@ -169,8 +169,10 @@ static int index_file(struct worker *w, struct ps_table *t, uint32_t id, unsigne
 	fclose(f);
 	if (bad)
 		return worker_fail(w, "reading %s: %s", path, strerror(e));
+	struct wstat *st = &w->sh->w[w->id];
 	st->files++;
 	st->bytes += pos;
+	st->words += words;
 	return 0;
 }
 
