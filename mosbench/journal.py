@@ -1,8 +1,9 @@
 """A file per run listing what the run changed on the machine, so a crash cannot leave it behind.
 
 Every cgroup made, CPU offlined, process started and scratch directory made is written down before it
-takes effect and crossed off when undone. A run that dies without cleaning up (SIGKILL, power loss of the harness)
-leaves its journal; the next mosbench command finds journals whose owner is gone and undoes them.
+takes effect and crossed off when undone. A run that dies without cleaning up (SIGKILL, power loss of
+the harness) leaves its journal; the next mosbench command finds journals whose owner is gone and
+undoes them.
 """
 
 from __future__ import annotations

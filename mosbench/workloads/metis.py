@@ -38,8 +38,7 @@ class MetisInstance(JobInstance):
             args += ["--partitions", str(ctx.params["partitions"])]
         super().__init__(ctx, f"metis-{ctx.test}-{ctx.variant}", args)
 
-    def metrics(self, result: dict[str, Any]) -> dict[str, Any]:
-        r = result
+    def metrics(self, r: dict[str, Any]) -> dict[str, Any]:
         metrics = {k: r[k] for k in ("job_s", "map_s", "reduce_s", "merge_s", "keys", "minor_faults",
                                      "major_faults", "pages")}
         if r["reduce_s"] > 0:
