@@ -49,6 +49,17 @@ static int parse_size(const char *s, size_t *out)
 	return 0;
 }
 
+/* Both commands hold many files open: merging runs (fewer passes with more at once), and querying an
+ * index with a DB per worker and shard. */
+static void raise_nofile(void)
+{
+	struct rlimit lim;
+	if (!getrlimit(RLIMIT_NOFILE, &lim)) {
+		lim.rlim_cur = lim.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &lim);
+	}
+}
+
 static void on_signal(int sig)
 {
 	(void)sig;
@@ -127,6 +138,7 @@ static int cmd_index(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	raise_nofile();
 	struct ps_stats st;
 	int rc = ps_index(&c, &opt, &st, err);
 	if (rc) {
@@ -189,12 +201,7 @@ static int cmd_query(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	/* An index made by many workers has a DB per worker and shard, all open at once. */
-	struct rlimit lim;
-	if (!getrlimit(RLIMIT_NOFILE, &lim)) {
-		lim.rlim_cur = lim.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &lim);
-	}
+	raise_nofile();
 	char err[PS_ERR_LEN];
 	struct ps_index *ix;
 	if (ps_open(dir, &ix, err)) {
