@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,7 +190,7 @@ static char *file_path(struct ps_index *ix, uint32_t id, char *err)
 	DBT key = { .data = &id, .size = sizeof(id) }, val = { 0 };
 	int e = ix->files->get(ix->files, NULL, &key, &val, 0);
 	if (e) {
-		fail(err, "file %s: %s", "id", db_strerror(e));
+		snprintf(err, PS_ERR_LEN, "file id %" PRIu32 ": %s", id, db_strerror(e));
 		return NULL;
 	}
 	size_t rl = strlen(ix->root);
