@@ -4,7 +4,7 @@ import json
 
 from mosbench import analysis, store
 from mosbench.lockmodel import LockParams
-from mosbench.report import html, table
+from mosbench.report import html, plots, table
 from tests.conftest import FIXTURES
 
 
@@ -60,3 +60,22 @@ def test_two_runs_compared_on_one_figure(tmp_path):
     a, b = _fill(db), _fill(db)
     text = html.write(db, [str(a), str(b)], tmp_path / "cmp.html").read_text()
     assert f"stock (#{a})" in text and f"stock (#{b})" in text
+
+
+def test_job_samples_show_cpu_busy_not_a_rate(tmp_path):
+    db = store.Store(str(tmp_path / "s.sqlite"))
+    run = db.create_run({"params": {}}, {"hostname": "h", "kernel": "k", "topology": {"cpus": [{}, {}]}}, "cmd")
+    for cores in (1, 2):
+        # A job's work arrives all at once at its end: per-second rates are 0 until then.
+        samples = [{"t": t, "phase": "window", "rate": 0.0 if t < 3 else 1.0, "busy": 1.0 if t < 2 else 0.5}
+                   for t in (1.0, 2.0, 3.0)]
+        db.add_point(run, workload="psearchy", test="", variant="procs", cores=cores, trial=1, status="ok",
+                     started_at=store.now(), cpus=f"0-{cores - 1}", unit="job", window_s=3.0, work=1.0,
+                     throughput=1 / 3, user_s=2.0, system_s=0.5, idle_s=0.5, steal_s=0.0, samples=samples)
+    db.finish_run(run, "complete")
+    series = analysis.build_series(db.points(run))
+    fig = plots.samples_figure(series)
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == "CPUs busy (%)"
+    data = [line for line in ax.lines if line.get_label() == "procs, 2 cores"]
+    assert [list(line.get_ydata()) for line in data] == [[100.0, 50.0, 50.0]]  # the 2-core trial's busy time

@@ -4,7 +4,7 @@ Per test (the paper's Figures 4–11): per-core throughput against cores on the 
 best trial with a bar from the worst to the best), CPU µs per unit of work on the right axis (user
 dashed, system dotted), one colour per variant. The summary (Figure 3): per-core throughput at the
 most cores relative to one core, as bars, variants side by side. Per-second samples at the highest
-core count show warm-up, drift and throttling.
+core count show warm-up, drift and throttling (for a job, how busy its CPUs were).
 """
 
 from __future__ import annotations
@@ -114,7 +114,13 @@ def summary_figure(series: list[Series]) -> Figure | None:
 
 
 def samples_figure(series: list[Series]) -> Figure | None:
-    """Per-second per-core rate of every trial at each series' highest core count, warm-up drawn faint."""
+    """Per-second samples of every trial at each series' highest core count, warm-up drawn faint.
+
+    For rates, the per-core rate. A job finishes its one unit of work at the end, so its per-second
+    rate says nothing: for jobs the figure shows how busy the point's CPUs were instead, where a
+    straggler or a serial phase shows as a drop.
+    """
+    job = series[0].unit == "job"
     fig, ax = plt.subplots(figsize=(7.2, 2.8), layout="constrained")
     drawn = False
     for i, s in enumerate(series):
@@ -124,10 +130,13 @@ def samples_figure(series: list[Series]) -> Figure | None:
         top = cells[-1]
         for n, samples in enumerate(top.samples):
             for phase, alpha in (("warmup", 0.35), ("window", 1.0)):
-                pts = [p for p in samples if p.get("phase") == phase]
+                if job:
+                    pts = [(p["t"], p["busy"] * 100) for p in samples if p.get("phase") == phase and "busy" in p]
+                else:
+                    pts = [(p["t"], p["rate"] / top.cores) for p in samples if p.get("phase") == phase]
                 if not pts:
                     continue
-                ax.plot([p["t"] for p in pts], [p["rate"] / top.cores for p in pts], color=COLORS[i % len(COLORS)],
+                ax.plot([t for t, _ in pts], [y for _, y in pts], color=COLORS[i % len(COLORS)],
                         alpha=alpha, marker=".", linewidth=1,
                         label=f"{s.variant}, {top.cores} cores" if n == 0 and phase == "window" else None)
                 drawn = True
@@ -135,10 +144,15 @@ def samples_figure(series: list[Series]) -> Figure | None:
         plt.close(fig)
         return None
     ax.axvline(0, color="gray", linewidth=0.8)
-    ax.set_xlabel("seconds from the start of the window (warm-up faint, before 0)")
-    ax.set_ylabel(f"{_plural(series[0].unit)}/sec/core")
-    ax.yaxis.set_major_formatter(EngFormatter(sep=""))
-    ax.set_ylim(bottom=0)
+    if job:
+        ax.set_xlabel("seconds from the start of the job")
+        ax.set_ylabel("CPUs busy (%)")
+        ax.set_ylim(0, 105)
+    else:
+        ax.set_xlabel("seconds from the start of the window (warm-up faint, before 0)")
+        ax.set_ylabel(f"{_plural(series[0].unit)}/sec/core")
+        ax.yaxis.set_major_formatter(EngFormatter(sep=""))
+        ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="lower right")
     return fig
