@@ -25,7 +25,11 @@ struct micro_task {
 	unsigned ntasks;
 	int cpu;			/* the CPU this task (and any partner) is pinned to */
 	enum micro_mode mode;
-	const char *workdir;		/* private scratch directory of this run (tmpfs) */
+	/*
+	 * This run's scratch directory, relative: the runner works from its parent, so "workdir/name" is
+	 * two path components, as will-it-scale's "/tmp/willitscale.XXXXXX" is.
+	 */
+	const char *workdir;
 	void *shared;			/* test's shared area, MAP_SHARED, set up by prepare() */
 	void *priv;			/* test's per-task state, set by init() */
 	_Atomic uint64_t *iterations;
@@ -80,8 +84,15 @@ int micro_spawn_partner(struct micro_task *t, void (*fn)(void *arg), void *arg);
 /* Helpers shared by the file tests: a path inside the run's scratch directory. */
 int micro_path(char *buf, size_t len, const char *workdir, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-/* Creates (or truncates) a file of the given size filled with bytes; returns 0 or an errno. */
+/* Writes size zero bytes at the descriptor's position; returns 0 or an errno. */
+int micro_fill(int fd, size_t size);
+/* Creates the named file with size zero bytes (truncating it); returns 0 or an errno. */
 int micro_make_file(const char *path, size_t size);
+/*
+ * Opens a new, already unlinked file in dir (will-it-scale's mkstemp-then-unlink), O_RDWR | flags, so
+ * a killed run leaves nothing behind. Returns 0 and sets *fd, or an errno.
+ */
+int micro_tmpfile(const char *dir, int flags, int *fd);
 
 #define MICRO_FAIL_ON(t, cond, what)                                        \
 	do {                                                                \

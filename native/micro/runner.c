@@ -92,6 +92,12 @@ static void on_stop_signal(int sig)
 	stop_requested = 1;
 }
 
+/* Only interrupts the supervisor's sleep: a task or host that ends is noticed at once. */
+static void on_child(int sig)
+{
+	(void)sig;
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -171,21 +177,46 @@ int micro_path(char *buf, size_t len, const char *workdir, const char *fmt, ...)
 	return (m < 0 || (size_t)(n + m) >= len) ? ENAMETOOLONG : 0;
 }
 
+int micro_fill(int fd, size_t size)
+{
+	static const char zeros[4096];
+	for (size_t done = 0; done < size;) {
+		size_t n = size - done < sizeof(zeros) ? size - done : sizeof(zeros);
+		ssize_t w = write(fd, zeros, n);
+		if (w <= 0)
+			return w < 0 ? errno : EIO;
+		done += (size_t)w;
+	}
+	return 0;
+}
+
 int micro_make_file(const char *path, size_t size)
 {
-	char block[4096];
 	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	if (fd < 0)
 		return errno;
-	memset(block, 'x', sizeof(block));
-	for (size_t done = 0; done < size; done += sizeof(block)) {
-		if (write(fd, block, sizeof(block)) != (ssize_t)sizeof(block)) {
-			int err = errno ? errno : EIO;
-			close(fd);
-			return err;
-		}
-	}
-	return close(fd) ? errno : 0;
+	int err = micro_fill(fd, size);
+	if (close(fd) && !err)
+		err = errno;
+	return err;
+}
+
+int micro_tmpfile(const char *dir, int flags, int *fd)
+{
+	*fd = open(dir, O_TMPFILE | O_RDWR | flags, 0600);
+	if (*fd >= 0)
+		return 0;
+	if (errno != EOPNOTSUPP && errno != EISDIR)
+		return errno;
+	/* A filesystem without O_TMPFILE: a unique name, removed at once. */
+	char path[4096];
+	if (snprintf(path, sizeof(path), "%s/tmp.XXXXXX", dir) >= (int)sizeof(path))
+		return ENAMETOOLONG;
+	*fd = mkostemp(path, flags);
+	if (*fd < 0)
+		return errno;
+	unlink(path);
+	return 0;
 }
 
 struct partner_start {
@@ -332,7 +363,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: mosbench-micro --list\n"
-		"       mosbench-micro --test NAME --cpus LIST [--mode procs|threads] [--workdir DIR]\n"
+		"       mosbench-micro --test NAME --cpus LIST [--mode procs|threads] [--workdir PARENT]\n"
 		"                      [--counters PATH | --warmup S --duration S] [--timeout S]\n"
 		"                      [--param NAME=INTEGER ...]\n");
 }
@@ -364,13 +395,15 @@ static void list_tests(void)
 	free(v);
 }
 
+/*
+ * Moves into the parent directory (default /tmp, will-it-scale's) and makes the run's scratch directory
+ * there, named relative to it: the tests' paths then have will-it-scale's depth.
+ */
 static int make_workdir(char *out, size_t len, const char *parent)
 {
-	const char *base = parent;
-	struct stat st;
-	if (!base)
-		base = (stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode)) ? "/dev/shm" : "/tmp";
-	if (snprintf(out, len, "%s/mosbench-micro.XXXXXX", base) >= (int)len)
+	if (chdir(parent ? parent : "/tmp"))
+		return errno;
+	if (snprintf(out, len, "micro.XXXXXX") >= (int)len)
 		return ENAMETOOLONG;
 	return mkdtemp(out) ? 0 : errno;
 }
@@ -489,7 +522,8 @@ int main(int argc, char **argv)
 	}
 	int err = make_workdir(r.workdir, sizeof(r.workdir), workdir_parent);
 	if (err) {
-		fprintf(stderr, "mosbench-micro: scratch directory: %s\n", strerror(err));
+		fprintf(stderr, "mosbench-micro: scratch directory in %s: %s\n",
+			workdir_parent ? workdir_parent : "/tmp", strerror(err));
 		return 1;
 	}
 
@@ -497,6 +531,8 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	struct sigaction child = { .sa_handler = on_child, .sa_flags = SA_NOCLDSTOP };
+	sigaction(SIGCHLD, &child, NULL);
 	/* Output goes to a pipe the harness reads; a vanished reader must not kill us before cleanup. */
 	signal(SIGPIPE, SIG_IGN);
 
@@ -518,6 +554,7 @@ int main(int argc, char **argv)
 		if (getppid() != supervisor)
 			_exit(1);
 		signal(SIGTERM, SIG_DFL);
+		signal(SIGCHLD, SIG_DFL);
 		signal(SIGINT, SIG_IGN); /* a terminal's Ctrl-C reaches the supervisor, which stops us */
 		host_main(&r);
 	}
@@ -579,7 +616,16 @@ int main(int argc, char **argv)
 			}
 			next_sample += 1;
 		}
-		sleep_s(0.01);
+		/*
+		 * Sleeps until the next sample (a second at most): the supervisor shares the tasks' CPUs, and
+		 * frequent wake-ups cost a one-task ping-pong test 10-20% on one CPU. Signals (SIGCHLD from
+		 * a failure, SIGTERM) cut the sleep short.
+		 */
+		double until = standalone ? next_sample : now_s() + 1;
+		if (until > deadline)
+			until = deadline;
+		if (until > now_s())
+			sleep_s(until - now_s());
 	}
 
 	kill(-host, SIGKILL);

@@ -1,6 +1,6 @@
 /*
- * One-byte ping-pong between a task and a partner pinned to the same CPU, over two descriptors the
- * caller sets up. Each iteration is a round trip: two wakeups and two context switches.
+ * One-byte ping-pong between a task and a partner pinned to the same CPU, over descriptors the caller
+ * sets up: each round trip is two wakeups and two context switches.
  */
 #ifndef MOSBENCH_MICRO_PINGPONG_H
 #define MOSBENCH_MICRO_PINGPONG_H
@@ -40,14 +40,15 @@ static inline int pingpong_start(struct micro_task *t, int task_in, int task_out
 	return micro_spawn_partner(t, pingpong_partner, pp);
 }
 
-static inline void pingpong_run(struct micro_task *t)
+/* Round trips, each counted as `per_trip` (will-it-scale's context_switch1 counts both messages). */
+static inline void pingpong_loop(struct micro_task *t, uint64_t per_trip)
 {
 	const struct pingpong *pp = t->priv;
 	char c = 'p';
 	for (;;) {
 		MICRO_FAIL_ON(t, write(pp->task_out, &c, 1) != 1, "write");
 		MICRO_FAIL_ON(t, read(pp->task_in, &c, 1) != 1, "read");
-		micro_count(t);
+		micro_add(t, per_trip);
 	}
 }
 

@@ -1,4 +1,4 @@
-/* TCP ping-pong over 127.0.0.1: the full loopback network stack per round trip. */
+/* mosbench's own: TCP ping-pong over 127.0.0.1, the full loopback network stack per round trip. */
 #include "pingpong.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -28,5 +28,10 @@ static int init(struct micro_task *t)
 	return pingpong_start(t, cfd, cfd, sfd, sfd);
 }
 
-MICRO_TEST(tcp1, .description = "TCP ping-pong over 127.0.0.1 with a partner on the same CPU",
-	   .init = init, .run = pingpong_run);
+static void run(struct micro_task *t)
+{
+	pingpong_loop(t, 1);
+}
+
+MICRO_TEST(tcp_pingpong, .description = "mosbench: TCP ping-pong over 127.0.0.1 with a partner on the same "
+	   "CPU (round trips)", .init = init, .run = run);

@@ -1,13 +1,22 @@
-/* Futex wait/wake ping-pong with a partner on the same CPU: sleeping and waking through futexes. */
+/* mosbench's own: futex wait/wake ping-pong with a partner on the same CPU, sleeping and waking. */
 #include "../micro.h"
-#include "futex.h"
 #include <errno.h>
-#include <stdlib.h>
+#include <linux/futex.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define TURN_STRIDE 128
 
 struct turn {
 	struct micro_task *task;
 	_Atomic uint32_t word; /* 0: the task's turn, 1: the partner's */
 };
+
+static void futex(_Atomic uint32_t *w, int op, uint32_t val)
+{
+	syscall(SYS_futex, w, op, val, NULL, NULL, 0);
+}
 
 static void wait_for(_Atomic uint32_t *w, uint32_t want)
 {
@@ -34,7 +43,7 @@ static void partner(void *arg)
 static int init(struct micro_task *t)
 {
 	/* In the shared area, so a partner process sees the same word (a shared, not private, futex). */
-	struct turn *tn = (struct turn *)((char *)t->shared + (size_t)t->nr * 128);
+	struct turn *tn = (struct turn *)((char *)t->shared + (size_t)t->nr * TURN_STRIDE);
 	tn->task = t;
 	atomic_store(&tn->word, 0);
 	t->priv = tn;
@@ -51,5 +60,5 @@ static void run(struct micro_task *t)
 	}
 }
 
-MICRO_TEST(futex2, .description = "futex wait/wake ping-pong with a partner on the same CPU",
-	   .shared_size = 128 * 4096, .init = init, .run = run);
+MICRO_TEST(futex_pingpong, .description = "mosbench: futex wait/wake ping-pong with a partner on the same CPU "
+	   "(round trips)", .shared_size = TURN_STRIDE * 4096, .init = init, .run = run);

@@ -1,0 +1,120 @@
+"""mosbench's micro tests side by side with will-it-scale's, same test, same tasks, interleaved rounds.
+
+will-it-scale is not part of mosbench: build it yourself outside this tree (its Makefile needs
+libhwloc-dev) and point --wis at the directory holding its `<test>_processes` and `<test>_threads`.
+
+    .venv/bin/python benchmarks/vs_will_it_scale.py --wis ~/src/will-it-scale --rounds 5
+
+Both tools run with the same task counts, pinned one task per CPU in the same order, with files in
+the same directory (/tmp, will-it-scale's). Each round runs ours and theirs back to back, alternating
+which goes first; each measurement skips the warm-up seconds and averages the next seconds of
+per-second counts (will-it-scale prints them as it goes; it is stopped by its process group once
+enough have come). Prints every test's median ops/s for each tool and ours/theirs, with the rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from mosbench import native  # noqa: E402
+
+MODES = {"procs": "processes", "threads": "threads"}
+
+
+def theirs(wis: Path, test: str, mode: str, tasks: int, warmup: int, duration: int) -> float:
+    """Runs will-it-scale's test until warm-up plus window per-second lines have come; mean of the window."""
+    before = set(Path("/tmp").glob("willitscale.*"))
+    proc = subprocess.Popen(["stdbuf", "-oL", str(wis / f"{test}_{MODES[mode]}"), "-t", str(tasks)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd="/tmp",
+                            start_new_session=True)
+    totals: list[int] = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            m = re.match(r"min:\d+ max:\d+ total:(\d+)", line)
+            if m:
+                totals.append(int(m.group(1)))
+                if len(totals) >= warmup + duration:
+                    break
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the group this script started: the test's tasks and partners
+        proc.wait()
+        # Tests killed before their cleanup leave their files; remove only the ones this run made.
+        for path in set(Path("/tmp").glob("willitscale.*")) - before:
+            subprocess.run(["rm", "-rf", str(path)], check=False)
+    window = totals[warmup:warmup + duration]
+    if len(window) < duration:
+        raise RuntimeError(f"will-it-scale {test} {mode} gave {len(totals)} samples")
+    return sum(window) / len(window)
+
+
+def ours(test: str, mode: str, tasks: int, warmup: int, duration: int) -> float:
+    cpus = ",".join(map(str, sorted(os.sched_getaffinity(0))[:tasks]))
+    out = subprocess.run([str(native.binary("mosbench-micro")), "--test", test, "--mode", mode, "--cpus", cpus,
+                          "--warmup", str(warmup), "--duration", str(duration), "--workdir", "/tmp"],
+                         capture_output=True, text=True, check=True).stdout
+    m = re.search(r"ops_per_sec=(\d+)", out)
+    if not m:
+        raise RuntimeError(f"mosbench-micro {test} {mode}: no SUMMARY")
+    return float(m.group(1))
+
+
+def shared_tests(wis: Path) -> list[str]:
+    out = subprocess.run([str(native.binary("mosbench-micro")), "--list"], capture_output=True, text=True,
+                         check=True).stdout
+    mine = {line.split("\t")[0] for line in out.splitlines()}
+    return sorted(t for t in mine if (wis / f"{t}_processes").exists())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--wis", type=Path, required=True, help="a built will-it-scale tree")
+    ap.add_argument("--tests", help="comma-separated (default: every test both have)")
+    ap.add_argument("--modes", default="procs", help="procs,threads")
+    ap.add_argument("--tasks", default="1,max", help="task counts; max = every CPU this process may use")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--duration", type=int, default=2)
+    args = ap.parse_args()
+    ncpu = len(os.sched_getaffinity(0))
+    tests = args.tests.split(",") if args.tests else shared_tests(args.wis)
+    counts = [ncpu if t == "max" else int(t) for t in args.tasks.split(",")]
+    modes = args.modes.split(",")
+    started = time.monotonic()
+    total = len(tests) * len(modes) * len(counts)
+    print(f"{'test':18} {'mode':7} {'tasks':>5} {'ours ops/s':>12} {'theirs ops/s':>12} {'ours/theirs':>11}"
+          f"  ({args.rounds} interleaved rounds, medians)", flush=True)
+    done = 0
+    for test in tests:
+        for mode in modes:
+            for n in counts:
+                a: list[float] = []
+                b: list[float] = []
+                for r in range(args.rounds):
+                    order = (0, 1) if r % 2 == 0 else (1, 0)
+                    for which in order:
+                        if which == 0:
+                            a.append(ours(test, mode, n, args.warmup, args.duration))
+                        else:
+                            b.append(theirs(args.wis, test, mode, n, args.warmup, args.duration))
+                ratio = statistics.median(a) / statistics.median(b)
+                done += 1
+                eta = (time.monotonic() - started) / done * (total - done)
+                flag = "" if abs(ratio - 1) <= 0.05 else "  <-- outside ±5%"
+                print(f"{test:18} {mode:7} {n:5d} {statistics.median(a):12.0f} {statistics.median(b):12.0f} "
+                      f"{ratio:11.3f}{flag}   [eta {eta / 60:.0f} min]", flush=True)
+
+
+if __name__ == "__main__":
+    main()
