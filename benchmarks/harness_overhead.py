@@ -3,7 +3,7 @@
 Three forms, interleaved round by round so drift hits them alike:
   sampled   mosbench run with per-second sampling (counters, /proc/stat, cgroup) as it runs by default;
   ends      mosbench run reading only the window's two ends (--interval 0);
-  alone     the native runner by itself, no harness at all.
+  alone     the native driver by itself, no harness at all.
 Prints each form's per-core throughput and the ratios. The target is sampled/alone >= 0.99.
 """
 

@@ -6,9 +6,15 @@ and the spread, so noise is visible rather than filtered away.
 
 from __future__ import annotations
 
+import functools
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
+
+from mosbench import workloads
+from mosbench.accounting import shares
+from mosbench.errors import UserError
+from mosbench.workloads.base import Workload
 
 
 @dataclass
@@ -17,9 +23,12 @@ class Cell:
 
     cores: int
     per_core: list[float] = field(default_factory=list)  # work/s/core for each ok trial
-    user_us: list[float] = field(default_factory=list)  # CPU µs per unit, each trial
+    user_us: list[float] = field(default_factory=list)  # CPU µs per unit, each trial (the server's own)
     system_us: list[float] = field(default_factory=list)
-    idle: list[float] = field(default_factory=list)
+    client_user_us: list[float | None] = field(default_factory=list)  # the load generator's, per unit
+    client_system_us: list[float | None] = field(default_factory=list)
+    idle: list[float] = field(default_factory=list)  # shares of the measured CPUs' time: busy + idle + steal = 1
+    steal: list[float] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     samples: list[list[dict[str, Any]]] = field(default_factory=list)  # per ok trial, the per-second samples
     metrics: list[dict[str, Any]] = field(default_factory=list)  # per ok trial, the workload's own
@@ -50,8 +59,20 @@ class Cell:
         return self._at_best(self.system_us)
 
     @property
+    def client_user(self) -> float | None:
+        return self._at_best(self.client_user_us)
+
+    @property
+    def client_system(self) -> float | None:
+        return self._at_best(self.client_system_us)
+
+    @property
     def idle_fraction(self) -> float | None:
         return self._at_best(self.idle)
+
+    @property
+    def steal_fraction(self) -> float | None:
+        return self._at_best(self.steal)
 
     @property
     def best_metrics(self) -> dict[str, Any]:
@@ -65,6 +86,7 @@ class Series:
     test: str
     variant: str
     unit: str
+    kind: str = "window"  # the workload's: "job" series are drawn per hour, their CPU time in seconds
     cells: dict[int, Cell] = field(default_factory=dict)
 
     @property
@@ -82,12 +104,27 @@ class Series:
         return cells[-1].best / cells[0].best, cells[-1].cores
 
 
+@functools.cache
+def workload_of(name: str) -> Workload | None:
+    """The workload a stored series came from; None for one this mosbench no longer has."""
+    try:
+        return workloads.get(name)
+    except UserError:
+        return None
+
+
+def _per_unit(seconds: float | None, work: float) -> float | None:
+    return None if seconds is None else seconds * 1e6 / work
+
+
 def build_series(points: list[dict[str, Any]], run_label: str | None = None) -> list[Series]:
     by_key: dict[tuple[str, str, str], Series] = {}
     for p in points:
         variant = f"{p['variant']} ({run_label})" if run_label else p["variant"]
+        w = workload_of(p["workload"])
         s = by_key.setdefault((p["workload"], p["test"], variant),
-                              Series(p["workload"], p["test"], variant, p.get("unit") or "op"))
+                              Series(p["workload"], p["test"], variant, p.get("unit") or "op",
+                                     w.kind if w else "window"))
         c = s.cells.setdefault(p["cores"], Cell(p["cores"]))
         c.cpus, c.loadgen, c.loadgen_shared = p["cpus"], p.get("loadgen_cpus"), p.get("loadgen_shared")
         if p["status"] != "ok":
@@ -95,18 +132,21 @@ def build_series(points: list[dict[str, Any]], run_label: str | None = None) -> 
             continue
         work = p["work"]
         c.per_core.append(p["throughput"] / p["cores"])
-        c.user_us.append(p["user_s"] * 1e6 / work)
-        c.system_us.append(p["system_s"] * 1e6 / work)
-        total = p["user_s"] + p["system_s"] + p["idle_s"]
-        c.idle.append(p["idle_s"] / total if total > 0 else 0.0)
+        user, system = p["user_s"], p["system_s"]
+        if p.get("loadgen_cpus") and p.get("cgroup_user_s") is not None:
+            # /proc/stat of the measured CPUs holds the client too where it shares them: the server's
+            # own group is the server's time.
+            user, system = p["cgroup_user_s"], p["cgroup_system_s"]
+        c.user_us.append(user * 1e6 / work)
+        c.system_us.append(system * 1e6 / work)
+        c.client_user_us.append(_per_unit(p.get("loadgen_user_s"), work))
+        c.client_system_us.append(_per_unit(p.get("loadgen_system_s"), work))
+        _, idle, steal = shares(p["user_s"], p["system_s"], p["idle_s"], p.get("steal_s") or 0.0)
+        c.idle.append(idle)
+        c.steal.append(steal)
         c.samples.append(p.get("samples") or [])
         c.metrics.append(p.get("metrics") or {})
     return list(by_key.values())
-
-
-# Each workload's baseline first, then its fix: the paper's before and after, then the other forms.
-# Threads (one shared address space) come before processes, as in the paper's pedsort figure.
-BEFORE_AFTER = {"stock": 0, "4k": 0, "threads": 0, "scalable": 1, "2m": 1, "procs": 1}
 
 
 def base_variant(variant: str) -> str:
@@ -114,13 +154,14 @@ def base_variant(variant: str) -> str:
     return variant.split(" (")[0]
 
 
-def variant_rank(variant: str) -> int:
-    """Where a variant goes among its test's: baselines, then their fixes, then the other forms."""
-    return BEFORE_AFTER.get(base_variant(variant), 2)
+def variant_rank(s: Series) -> int:
+    """Where a series goes among its test's: the workload's own before/after order."""
+    w = workload_of(s.workload)
+    return w.variant_rank(base_variant(s.variant)) if w else 0
 
 
 def _variant_order(s: Series) -> tuple[int, str]:
-    return (variant_rank(s.variant), s.variant)
+    return (variant_rank(s), s.variant)
 
 
 def group_by_test(series: list[Series]) -> dict[str, list[Series]]:
@@ -130,6 +171,12 @@ def group_by_test(series: list[Series]) -> dict[str, list[Series]]:
     return {name: sorted(group, key=_variant_order) for name, group in groups.items()}
 
 
-def rate_scale(unit: str) -> tuple[float, str]:
+def rate_scale(s: Series) -> tuple[float, str]:
     """Per-second throughputs are drawn per hour for jobs, as the paper's Figures 10 and 11 are."""
-    return (3600.0, "hour") if unit == "job" else (1.0, "sec")
+    return (3600.0, "hour") if s.kind == "job" else (1.0, "sec")
+
+
+def figures_for(s: Series) -> tuple[str, ...]:
+    """The workload's own figures for a series' test."""
+    w = workload_of(s.workload)
+    return w.figures_for(s.test) if w else ()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import math
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -9,6 +12,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from mosbench import analysis, environment, journal, plan, store, topology, workloads
 from mosbench import placement as placing
@@ -17,8 +21,42 @@ from mosbench.isolation import ISOLATIONS, preflight
 from mosbench.processes import harness_priority
 from mosbench.report import table
 
-console = Console()
-err_console = Console(stderr=True)
+
+class PipeSafe(io.TextIOBase):
+    """An output whose reader may leave (`mosbench run … | head`): later writes are dropped, so a closed
+    pipe never ends a run or loses a point."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.broken = False
+
+    def write(self, text: str) -> int:
+        if not self.broken:
+            try:
+                self.stream.write(text)
+            except BrokenPipeError:
+                self.broken = True
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.broken:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self.broken = True
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+
+stdout = PipeSafe(sys.stdout)
+stderr = PipeSafe(sys.stderr)
+# soft_wrap: a line in a log or a pipe is one line, however long, never folded at 80 columns.
+console = Console(file=stdout, soft_wrap=True)
+err_console = Console(file=stderr, soft_wrap=True)
 
 EXIT_POINTS_FAILED = 3
 EXIT_INTERRUPTED = 130
@@ -30,7 +68,33 @@ store_option = click.option("--store", "store_url", envvar="MOSBENCH_STORE", def
 
 def _table_console() -> Console:
     """Piped output has no width to fit: give tables room rather than cut numbers."""
-    return console if sys.stdout.isatty() else Console(width=160)
+    return console if stdout.isatty() else Console(file=stdout, width=160)
+
+
+class FiniteFloat(click.ParamType):
+    """A float at least `least`; nan and inf are refused (a window of inf seconds never ends)."""
+
+    name = "seconds"
+
+    def __init__(self, least: float):
+        self.least = least
+
+    def convert(self, value, param, ctx) -> float:
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(x):
+            self.fail(f"{value!r} is not a finite number of seconds", param, ctx)
+        if x < self.least:
+            self.fail(f"{value} is below {self.least}", param, ctx)
+        return x
+
+
+def _recover() -> None:
+    """Undoes what runs killed without their guardian left behind, and marks those runs killed."""
+    for action in journal.recover_stale():
+        err_console.print(f"mosbench: cleaned up after an earlier run: {action}", style="yellow", markup=False)
 
 
 def _comma_list(_ctx, _param, value: str | None) -> list[str] | None:
@@ -49,9 +113,9 @@ def cli() -> None:
               "Default: 1, doublings and every L3/socket/SMT boundary of this machine.")
 @click.option("--variant", "--mode", "variants", callback=_comma_list, help="Variants to run (default all).")
 @click.option("--trials", default=3, show_default=True, type=click.IntRange(1, 100))
-@click.option("--duration", default=5.0, show_default=True, type=click.FloatRange(0.1), help="Window seconds.")
-@click.option("--warmup", default=2.0, show_default=True, type=click.FloatRange(0), help="Warm-up seconds.")
-@click.option("--interval", default=1.0, show_default=True, type=click.FloatRange(0),
+@click.option("--duration", default=5.0, show_default=True, type=FiniteFloat(0.1), help="Window seconds.")
+@click.option("--warmup", default=2.0, show_default=True, type=FiniteFloat(0), help="Warm-up seconds.")
+@click.option("--interval", default=1.0, show_default=True, type=FiniteFloat(0),
               help="Sampling period in seconds; 0 reads only the window's ends.")
 @click.option("--placement", type=click.Choice(placing.PLACEMENTS), default="pack", show_default=True)
 @click.option("--isolation", type=click.Choice(ISOLATIONS), default="cgroup", show_default=True,
@@ -63,10 +127,9 @@ def cli() -> None:
 def run(selections, cores, variants, trials, duration, warmup, interval, placement, isolation, params, label,
         resume_ref, store_url) -> None:
     """Run SELECTIONS (workload or workload/test) over core counts, storing every point."""
-    from mosbench.runner import Runner  # the runner pulls in rich's live display; keep `list` fast
+    from mosbench.sweep import Sweep  # the sweep pulls in rich's live display; keep `list` fast
 
-    for action in journal.recover_stale():
-        err_console.print(f"[yellow]mosbench: cleaned up after an earlier run: {action}[/yellow]")
+    _recover()
     topo = topology.read()
     db = store.Store(store_url)
     isolation_mode = isolation
@@ -101,7 +164,7 @@ def run(selections, cores, variants, trials, duration, warmup, interval, placeme
     err_console.print(f"run #{run_id}: {n} points, cores {the_plan.cores}, about {n * per_point / 60:.1f} min")
     with harness_priority() as scheduling:
         db.note_environment(run_id, harness_scheduling=scheduling)
-        outcome = Runner(db, the_plan, topo, err_console).run(run_id, skip)
+        outcome = Sweep(db, the_plan, topo, err_console).run(run_id, skip)
     console.print(f"run #{run_id} {outcome.status}: {outcome.measured} points measured, {outcome.failed} failed. "
                   f"See `mosbench show {run_id}` and `mosbench report {run_id}`.")
     if outcome.failed:
@@ -132,6 +195,7 @@ def list_cmd(workload: str | None) -> None:
 @store_option
 def runs(store_url) -> None:
     """Stored runs."""
+    _recover()
     t = Table()
     for col in ("id", "label", "status", "started", "host", "kernel", "points", "failed", "command"):
         t.add_column(col)
@@ -147,6 +211,7 @@ def runs(store_url) -> None:
 @store_option
 def show(run_ref, store_url) -> None:
     """A run as a terminal table (RUN is an id or 'latest')."""
+    _recover()
     db = store.Store(store_url)
     r = db.run(run_ref)
     series = analysis.build_series(db.points(r["id"]))
@@ -237,8 +302,8 @@ def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, store_url) -> None:
     else:
         db = store.Store(store_url)
         r = db.run(run_ref or "latest")
-        series = [x for x in analysis.build_series(db.points(r["id"])) if x.name == "scale/lock"]
-        params = r["plan"]["params"].get("scale", {})
+        series = [x for x in analysis.build_series(db.points(r["id"])) if "lock_model" in analysis.figures_for(x)]
+        params = r["plan"]["params"].get(series[0].workload, {}) if series else {}
         a = a_ns or float(params.get("par_ns", 9800))
         fits = lockmodel.fits_from_series(series, a, float(params.get("cs_ns", 0)))
         if not fits:
@@ -262,19 +327,30 @@ def doctor() -> None:
     """What this machine supports: topology, cgroups, hotplug, perf events, huge pages, packages."""
     from mosbench import doctor as checks
 
-    for action in journal.recover_stale():
-        console.print(f"cleaned up after an earlier run: {action}")
+    _recover()
     t = Table(show_header=False)
     for what, finding, ok in checks.checks():
-        t.add_row(("[green]✓[/green] " if ok else "[yellow]![/yellow] ") + what, finding)
+        # What the machine says is text, not markup: sysfs writes "[madvise]" for the chosen THP mode.
+        t.add_row(Text("✓ " if ok else "! ", style="green" if ok else "yellow") + Text(what), Text(finding))
     console.print(t)
 
 
 def main() -> None:
     try:
+        _main()
+    finally:
+        if stdout.broken or stderr.broken:
+            # The reader left: let the interpreter's last flush go nowhere rather than print an error.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            for s in (sys.stdout, sys.stderr):
+                os.dup2(devnull, s.fileno())
+
+
+def _main() -> None:
+    try:
         cli.main(standalone_mode=False)
     except UserError as e:
-        err_console.print(f"mosbench: {e}", style="red", markup=False, highlight=False, soft_wrap=True)
+        err_console.print(f"mosbench: {e}", style="red", markup=False, highlight=False)
         sys.exit(2)
     except click.exceptions.Abort:
         err_console.print("mosbench: interrupted")
@@ -283,7 +359,8 @@ def main() -> None:
         err_console.print("mosbench: interrupted; finished points are kept (`mosbench run --resume latest`)")
         sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as e:
-        e.show()
+        # One line, as for every error a user can cause; `-h` has the usage.
+        err_console.print(f"mosbench: {e.format_message()}", style="red", markup=False, highlight=False)
         sys.exit(e.exit_code)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)

@@ -1,9 +1,10 @@
 """A file per run listing what the run changed on the machine, so a crash cannot leave it behind.
 
 Every cgroup made, CPU offlined, process started and scratch directory made is written down before it
-takes effect and crossed off when undone. A run that dies without cleaning up (SIGKILL, power loss of
-the harness) leaves its journal; the next mosbench command finds journals whose owner is gone and
-undoes them.
+takes effect and crossed off when undone. A run that dies without cleaning up (SIGKILL, an OOM kill of
+the harness) leaves its journal: its guardian (guardian.py), a small process that outlives the harness,
+undoes it at once and marks the run killed in the store; should the guardian be gone too, the next
+mosbench command finds journals whose owner is gone and does the same.
 """
 
 from __future__ import annotations
@@ -92,6 +93,11 @@ class Journal:
 
     def remove_proc(self, pid: int) -> None:
         self.data["procs"] = [p for p in self.data["procs"] if p[0] != pid]
+        self._save()
+
+    def set_run(self, store_url: str | None, run_id: int | None) -> None:
+        """The run this journal belongs to, so a recovery can mark it killed; None once it is finished."""
+        self.data["run"] = None if run_id is None else {"store": store_url, "id": run_id}
         self._save()
 
     def add_dir(self, path: Path) -> None:
@@ -184,7 +190,22 @@ def recover_stale(directory: Path | None = None) -> list[str]:
             continue
         if is_same_process(data["owner"], data.get("owner_start")):
             continue  # that run is still going
-        actions.extend(undo(data))
+        actions.extend(recover(data))
         with contextlib.suppress(FileNotFoundError):
             f.unlink()
+    return actions
+
+
+def recover(data: dict) -> list[str]:
+    """Undoes a dead run's journal and marks its run killed in its store."""
+    actions = undo(data)
+    run = data.get("run")
+    if run:
+        from mosbench.store import Store  # only here: the journal itself must not need the store
+
+        try:
+            if Store(run["store"]).mark_killed(run["id"]):
+                actions.append(f"marked run {run['id']} killed (its harness died)")
+        except Exception as e:  # recovery of the machine must not stop at the store
+            actions.append(f"could not mark run {run['id']} killed: {e}")
     return actions

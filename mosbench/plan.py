@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -45,13 +46,33 @@ class Plan:
         return keys
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"version": PLAN_VERSION, **asdict(self)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Plan:
+        """A stored plan, brought up to this mosbench's version (a plan without one is version 1)."""
         data = dict(data)
+        version = data.pop("version", 1)
+        if version > PLAN_VERSION:
+            raise UserError(f"the run's plan is version {version}, newer than this mosbench's ({PLAN_VERSION})")
+        for v in range(version, PLAN_VERSION):
+            data = PLAN_MIGRATIONS[v - 1](data)
         data["selections"] = [tuple(s) for s in data["selections"]]
         return cls(**data)
+
+
+def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """micro's tests took will-it-scale's names, and some old names now mean other tests (open1 and open2
+    swapped): points measured under the old names cannot be finished under the new."""
+    if any(w == "micro" for w, _ in data["selections"]):
+        raise UserError("this run's micro tests were planned under mosbench's old test names (before they took "
+                        "will-it-scale's); its micro points cannot be resumed: start a new run")
+    return data
+
+
+# PLAN_MIGRATIONS[i] takes a stored plan from version i+1 to i+2, like the store's schema migrations.
+PLAN_MIGRATIONS: list[Callable[[dict[str, Any]], dict[str, Any]]] = [_v1_to_v2]
+PLAN_VERSION = len(PLAN_MIGRATIONS) + 1
 
 
 def resolve_selections(names: list[str]) -> list[tuple[str, str]]:

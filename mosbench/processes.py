@@ -7,7 +7,6 @@ import ctypes
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,6 +43,18 @@ class Launcher:
         self.procs.append(proc)
         return proc
 
+    def run(self, name: str, argv: list[str], group: Group, timeout: float | None = None) -> int:
+        """Runs argv to its end inside group (setup work: an unpack, a load); returns its exit status,
+        negative for a signal (also when it overran timeout and was stopped). Its output is in the logs."""
+        proc = self.spawn(name, argv, group)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        finally:
+            self.stop(proc)
+        return proc.returncode
+
     def stop(self, proc: subprocess.Popen, grace: float = 5.0) -> int:
         """SIGTERM, then SIGKILL after grace seconds; returns the exit status."""
         if proc.poll() is None:
@@ -63,6 +74,14 @@ class Launcher:
     def stop_all(self) -> None:
         for proc in reversed(list(self.procs)):
             self.stop(proc)
+
+    def last_error(self, name: str) -> str:
+        """The last line a program wrote to stderr, its own word on why it failed."""
+        try:
+            lines = (self.logdir / f"{name}.err").read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return lines[-1] if lines else ""
 
     def log_tail(self, name: str, lines: int = 20) -> str:
         chunks = []
@@ -95,30 +114,3 @@ def harness_priority() -> Iterator[str]:
     finally:
         with contextlib.suppress(OSError):
             os.sched_setscheduler(0, old[0], old[1])
-
-
-def wait_for(predicate, timeout: float, interval: float = 0.01) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()
-
-
-def pid_alive(pid: int) -> bool:
-    """True while pid runs; a zombie (reaped late by PID 1 on some hosts) counts as ended."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
-
-
-def alive_count(pids: list[int]) -> int:
-    return sum(pid_alive(p) for p in pids)
-
-
-def kill_if_alive(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)

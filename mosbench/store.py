@@ -29,7 +29,8 @@ runs = sa.Table(
     "runs", metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("label", sa.String(200)),
-    sa.Column("status", sa.String(20), nullable=False),  # running, complete, incomplete, failed
+    # running, complete, incomplete (interrupted, resumable), killed (its harness died; resumable)
+    sa.Column("status", sa.String(20), nullable=False),
     sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("finished_at", sa.DateTime(timezone=True)),
     sa.Column("hostname", sa.String(200)),
@@ -63,6 +64,8 @@ points = sa.Table(
     sa.Column("steal_s", sa.Float),
     sa.Column("cgroup_user_s", sa.Float),  # the workload's own tree, where the cgroup keeps it
     sa.Column("cgroup_system_s", sa.Float),
+    sa.Column("loadgen_user_s", sa.Float),  # the load generator's own group (v2)
+    sa.Column("loadgen_system_s", sa.Float),
     sa.Column("metrics", sa.JSON),
     sa.Column("samples", sa.JSON),
     sa.Column("logs", sa.Text),
@@ -75,7 +78,15 @@ def _v1(conn: Connection) -> None:
     metadata.create_all(conn, tables=[runs, points])
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1]
+def _v2(conn: Connection) -> None:
+    """The load generator's CPU time, accounted apart from the server's."""
+    have = {c["name"] for c in sa.inspect(conn).get_columns("points")}
+    for name in ("loadgen_user_s", "loadgen_system_s"):
+        if name not in have:  # a store made at v1 by an older mosbench; a new one has them from create_all
+            conn.execute(sa.text(f"ALTER TABLE points ADD COLUMN {name} FLOAT"))
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -114,6 +125,8 @@ class Store:
             raise UserError(f"bad store URL {self.url!r}: {e}") from None
         except sa.exc.OperationalError as e:
             raise UserError(f"cannot open store {self.url!r}: {e.orig}") from None
+        except sa.exc.DatabaseError as e:
+            raise UserError(f"store {self.url!r} is not a mosbench results store: {e.orig}") from None
         except ModuleNotFoundError as e:
             raise UserError(f"store {self.url!r} needs the Python module {e.name!r}") from None
 
@@ -153,6 +166,13 @@ class Store:
                     value = [*(env[key] if isinstance(env[key], list) else [env[key]]), value]
                 env[key] = value
             conn.execute(runs.update().where(runs.c.id == run_id).values(environment=env))
+
+    def mark_killed(self, run_id: int) -> bool:
+        """A run whose harness died without finishing it: marked "killed" if still "running"."""
+        with self.engine.begin() as conn:
+            result = conn.execute(runs.update().where(runs.c.id == run_id, runs.c.status == "running")
+                                  .values(status="killed", finished_at=now()))
+            return result.rowcount > 0
 
     def reopen_run(self, run_id: int) -> None:
         with self.engine.begin() as conn:

@@ -1,3 +1,5 @@
+import pytest
+
 from mosbench import accounting
 from tests.conftest import FIXTURES
 
@@ -7,7 +9,22 @@ def test_recorded_vm_stat():
     after = accounting.parse_proc_stat((FIXTURES / "proc-stat-vm-after.txt").read_text(), hz=100)
     assert set(before) == {0, 1}
     u = accounting.usage(before, after, [0, 1])
-    assert u.cpus == 2 and 0 < u.total < 10  # a one-second gap over two CPUs, in seconds
+    # One second apart at 100 Hz: cpu0 idled 100 ticks, cpu1 ran one user tick and idled 100.
+    assert u.cpus == 2
+    assert (u.user, u.system, u.idle, u.steal) == pytest.approx((0.01, 0.0, 2.0, 0.0))
+    assert u.busy_fraction == pytest.approx(0.01 / 2.01)
+
+
+def test_busy_idle_and_steal_add_up():
+    """On a VM a hypervisor steals time: busy, idle and steal are shares of one whole."""
+    before = accounting.parse_proc_stat("cpu0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0", hz=100)
+    after = accounting.parse_proc_stat("cpu0 50 0 20 10 0 0 0 20\ncpu1 30 10 40 5 5 0 10 0", hz=100)
+    u = accounting.usage(before, after, [0, 1])
+    assert (round(u.user, 9), round(u.system, 9), round(u.idle, 9), round(u.steal, 9)) == (0.9, 0.7, 0.2, 0.2)
+    busy, idle, steal = accounting.shares(u.user, u.system, u.idle, u.steal)
+    assert (round(busy, 9), round(idle, 9), round(steal, 9)) == (0.8, 0.1, 0.1)
+    assert busy == u.busy_fraction and idle == u.idle_fraction and abs(busy + idle + steal - 1) < 1e-12
+    assert accounting.shares(0, 0, 0, 0) == (0.0, 0.0, 0.0)
 
 
 def _stat_line(cpu: int, user: int, system: int, idle: int, steal: int = 0) -> str:

@@ -75,3 +75,23 @@ def test_broken_tarball_leaves_nothing(tmp_path, monkeypatch):
     with pytest.raises(UserError, match="cannot unpack"):
         psearchy.unpack_linux(tmp_path / "cache")
     assert list((tmp_path / "cache").iterdir()) == []
+
+
+def test_subdir_is_checked_before_a_run_exists(tmp_path, monkeypatch):
+    """`-p subdir=nosuch` is refused from the tarball's listing, without unpacking 1.4 GB first."""
+    tarball = tmp_path / "linux.tar.xz"
+    _tarball(tarball, {"fs/ext4/inode.c": "ext4", "mm/mmap.c": "mmap", "README": "Linux"})
+    monkeypatch.setattr(psearchy, "LINUX_TARBALL", tarball)
+    cache = tmp_path / "cache"
+    monkeypatch.setattr(psearchy, "tmpfs_cache", lambda fallback: cache)
+    w = psearchy.Psearchy()
+    base = {"corpus": "", "mem_mb": 48, "dblim": 200000}
+    for ok in ("fs", "fs/ext4", "mm", ""):
+        w.check_params({**base, "subdir": ok})
+    for bad in ("nosuch", "fs/ext3", "README", "mm/mmap.c"):
+        with pytest.raises(UserError, match=f"psearchy subdir '{bad}' is not a directory of linux-source-6.1"):
+            w.check_params({**base, "subdir": bad})
+    assert not (cache / psearchy.LINUX_TREE).exists()  # listed, not unpacked
+    tree = psearchy.unpack_linux(cache)  # once unpacked, the tree itself answers
+    (tree / "fs" / "new").mkdir()
+    w.check_params({**base, "subdir": "fs/new"})

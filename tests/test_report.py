@@ -2,9 +2,9 @@
 
 import json
 
-from mosbench import analysis, store
+from mosbench import analysis, lockmodel, store
 from mosbench.lockmodel import LockParams
-from mosbench.report import html, plots, table
+from mosbench.report import html, plots, rows, table
 from tests.conftest import FIXTURES
 
 
@@ -45,10 +45,15 @@ def test_report_of_a_512_cpu_machine(tmp_path):
     for stem in ("summary", "scale_lock", "scale_lock_model", "micro_open3", "scale_lock_samples"):
         assert (files / f"{stem}.png").stat().st_size > 1000 and (files / f"{stem}.svg").exists()
     assert "Lock-collapse model" in text and "runner died" in text and "Failed points" in text
-    # The fitted ticket lock collapses well inside 512 cores; the scalable one does not.
-    model_rows = text[text.index("Lock-collapse model"):]
-    assert "ticket" in model_rows and "none" in model_rows
     series = analysis.build_series(db.points(run))
+    # The fitted ticket lock collapses well inside 512 cores; the scalable one does not.
+    lock_series = [s for s in series if "lock_model" in analysis.figures_for(s)]
+    assert {s.variant for s in lock_series} == {"stock", "scalable"}
+    model = rows.lock_model_table(lockmodel.fits_from_series(lock_series, 9800, 200), 512)
+    collapse = dict(zip(model.column("lock"), model.column("collapse"), strict=True))
+    knee = int(collapse["stock"].removeprefix("at "))
+    assert 2 <= knee < 512 and collapse["scalable"] == "none"
+    assert f"<td class=\"\">at {knee}</td>" in text  # the same row in the HTML
     lock = {s.variant: s for s in series if s.name == "scale/lock"}
     assert lock["stock"].scalability()[0] < 0.05 < lock["scalable"].scalability()[0]
     summary = table.summary_table(series)
@@ -79,3 +84,46 @@ def test_job_samples_show_cpu_busy_not_a_rate(tmp_path):
     assert ax.get_ylabel() == "CPUs busy (%)"
     data = [line for line in ax.lines if line.get_label() == "procs, 2 cores"]
     assert [list(line.get_ydata()) for line in data] == [[100.0, 50.0, 50.0]]  # the 2-core trial's busy time
+
+
+def test_job_cpu_time_reads_in_seconds_per_job(tmp_path):
+    db = store.Store(str(tmp_path / "s.sqlite"))
+    run = db.create_run({"params": {}}, {"hostname": "h", "kernel": "k", "topology": {"cpus": [{}]}}, "cmd")
+    db.add_point(run, workload="metis", test="invindex", variant="4k", cores=1, trial=1, status="ok",
+                 started_at=store.now(), cpus="0", unit="job", window_s=3.55, work=1.0, throughput=1 / 3.55,
+                 user_s=3.2, system_s=0.35, idle_s=0.0, steal_s=0.0, samples=[])
+    (t,) = rows.cell_tables(analysis.build_series(db.points(run)))
+    assert t.title == "metis/invindex: job/hour/core, CPU s per job"
+    assert t.column("user s") == ["3.2"] and t.column("sys s") == ["0.35"] and t.column("best /hour/core") == ["1.01k"]
+
+
+def test_client_cpu_time_apart_and_shares_that_add_up(tmp_path):
+    """A server point whose load generator shared the measured CPUs: /proc/stat holds both, so the
+    server's CPU time is its own group's and the client's is shown beside it; busy, idle and steal of
+    the measured CPUs add up to 1 on a VM that steals."""
+    db = store.Store(str(tmp_path / "s.sqlite"))
+    run = db.create_run({"params": {}}, {"hostname": "h", "kernel": "k", "topology": {"cpus": [{}, {}]}}, "cmd")
+    db.add_point(run, workload="memcached", test="", variant="per-core", cores=2, trial=1, status="ok",
+                 started_at=store.now(), cpus="0-1", loadgen_cpus="0-1", loadgen_shared=True, unit="request",
+                 window_s=1.0, work=1e5, throughput=1e5, user_s=0.6, system_s=1.0, idle_s=0.2, steal_s=0.2,
+                 cgroup_user_s=0.2, cgroup_system_s=0.6, loadgen_user_s=0.4, loadgen_system_s=0.4, samples=[])
+    (t,) = rows.cell_tables(analysis.build_series(db.points(run)))
+    assert t.column("client cpus") == ["0-1 (shared)"]
+    assert t.column("user µs") == ["2"] and t.column("sys µs") == ["6"]  # the server's group, per request
+    assert t.column("client user µs") == ["4"] and t.column("client sys µs") == ["4"]
+    assert t.column("idle") == ["10%"] and t.column("steal") == ["10%"]  # of 2 s: busy 80%, idle 10%, steal 10%
+    terminal = table.render(t)
+    assert "workload's own (best trial)" not in [c.header for c in terminal.columns]  # wide: HTML only
+
+
+def test_machine_text_is_not_markup(tmp_path):
+    """What a workload or the machine says ("[madvise]", "[red]") is shown as it is."""
+    from rich.console import Console
+
+    model = rows.TableModel("t", [rows.Column("k", left=True), rows.Column("v", left=True)])
+    model.add(["thp", "always [madvise] never"])
+    model.add(["reason", "[red]not a style[/red]"])
+    console = Console(width=100, record=True)
+    console.print(table.render(model))
+    out = console.export_text()
+    assert "always [madvise] never" in out and "[red]not a style[/red]" in out

@@ -89,7 +89,7 @@ def test_ctrl_c_keeps_points_cleans_up_and_resumes(tmp_path):
                              "--store", str(db)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     _wait_points(db, 2)
-    time.sleep(0.5)  # land inside a point, with its runner and cgroups alive
+    time.sleep(0.5)  # land inside a point, with its driver and cgroups alive
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
@@ -109,7 +109,7 @@ def test_ctrl_c_keeps_points_cleans_up_and_resumes(tmp_path):
 
 def test_sigterm_mid_point(tmp_path):
     db = tmp_path / "s.sqlite"
-    proc = subprocess.Popen([sys.executable, "-m", "mosbench", "run", "micro/tcp1", "--cores", "max",
+    proc = subprocess.Popen([sys.executable, "-m", "mosbench", "run", "micro/tcp_pingpong", "--cores", "max",
                              "--trials", "5", "--warmup", "0.2", "--duration", "2", "--store", str(db)],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_points(db, 1)
@@ -120,29 +120,65 @@ def test_sigterm_mid_point(tmp_path):
     assert not _leftovers("mosbench-run1-") and not _our_cgroups()
 
 
-@needs_root
-def test_killed_harness_is_cleaned_up_by_the_next_run(tmp_path):
+def _guardians(journal_dir: Path) -> list[int]:
+    """PIDs of guardians watching journals in journal_dir (their command line names it)."""
+    return [int(line.split(":")[0]) for line in _leftovers(str(journal_dir)) if "mosbench.guardian" in line]
+
+
+def _start_and_kill_harness(tmp_path: Path, *extra: str) -> tuple[Path, Path, subprocess.Popen, list[Path]]:
+    """A run inside a point, to be killed: its store, journal directory, process and journaled dirs."""
     db = tmp_path / "s.sqlite"
     state = tmp_path / "state"
     env = {**os.environ, "MOSBENCH_STATE": str(state)}
-    proc = subprocess.Popen([sys.executable, "-m", "mosbench", "run", "micro/getppid1", "--cores", "max",
-                             "--trials", "5", "--warmup", "0.2", "--duration", "2", "--store", str(db)],
+    proc = subprocess.Popen([sys.executable, "-m", "mosbench", "run", "micro/open1", "--cores", "max",
+                             "--trials", "5", "--warmup", "0.2", "--duration", "2", "--store", str(db), *extra],
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _wait_points(db, 1)
-    time.sleep(1.0)
-    proc.kill()  # no finally runs: only the journal and PR_SET_PDEATHSIG are left to clean up
+    try:
+        _wait_points(db, 1)
+        time.sleep(1.0)
+        (journal_file,) = state.glob("run-*.json")
+        data = json.loads(journal_file.read_text())
+        dirs = [Path(d) for d in data["dirs"]]
+        assert len(dirs) == 2 and all(d.is_dir() for d in dirs)  # tmpfs scratch, and micro's in /tmp
+        assert len(_guardians(state)) == 1
+    except BaseException:
+        proc.kill()
+        raise
+    return db, state, proc, dirs
+
+
+@needs_root
+def test_killed_harness_is_cleaned_up_by_its_guardian_at_once(tmp_path):
+    db, state, proc, dirs = _start_and_kill_harness(tmp_path)
+    proc.kill()  # no finally runs: PR_SET_PDEATHSIG and the guardian are left to clean up
     proc.wait()
-    time.sleep(1.5)
-    assert not _leftovers("mosbench-run1-"), "runner outlived a SIGKILLed harness"
-    journals = list(state.glob("run-*.json"))
-    assert journals, "the dead run left no journal"
-    scratch = [Path(d) for d in json.loads(journals[0].read_text())["dirs"]]
-    assert len(scratch) == 1 and scratch[0].is_dir()  # tmpfs memory, until the journal is undone
-    r = mosbench("run", "micro/getppid1", "--cores", "1", "--trials", "1", "--warmup", "0", "--duration", "0.5",
-                 "--store", str(db), env={"MOSBENCH_STATE": str(state)})
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and (list(state.glob("run-*.json")) or _guardians(state)):
+        time.sleep(0.1)
+    assert not list(state.glob("run-*.json")) and not _guardians(state), "the guardian did not finish"
+    assert not _leftovers("mosbench-run1-"), "driver outlived a SIGKILLed harness"
+    assert not _our_cgroups() and not any(d.exists() for d in dirs)
+    assert sqlite3.connect(db).execute("select status from runs").fetchone()[0] == "killed"
+    r = mosbench("run", "--resume", "latest", "--store", str(db), env={"MOSBENCH_STATE": str(state)})
     assert r.returncode == 0, r.stderr
-    assert "cleaned up after an earlier run" in r.stderr
-    assert not _our_cgroups() and not list(state.glob("run-*.json")) and not scratch[0].exists()
+    assert sqlite3.connect(db).execute("select status from runs").fetchone()[0] == "complete"
+
+
+@needs_root
+def test_killed_harness_and_guardian_are_cleaned_up_by_the_next_command(tmp_path):
+    db, state, proc, dirs = _start_and_kill_harness(tmp_path)
+    for pid in _guardians(state):
+        os.kill(pid, signal.SIGKILL)
+    proc.kill()
+    proc.wait()
+    time.sleep(1.0)
+    assert list(state.glob("run-*.json")), "the dead run left no journal"
+    assert all(d.exists() for d in dirs)
+    r = mosbench("runs", "--store", str(db), env={"MOSBENCH_STATE": str(state)})
+    assert r.returncode == 0, r.stderr
+    assert "cleaned up after an earlier run" in r.stderr and "marked run 1 killed" in r.stderr
+    assert not _our_cgroups() and not list(state.glob("run-*.json")) and not any(d.exists() for d in dirs)
+    assert sqlite3.connect(db).execute("select status from runs").fetchone()[0] == "killed"
 
 
 @needs_root
@@ -169,14 +205,48 @@ def test_hotplug_restores_cpus_after_ctrl_c(tmp_path):
                 f.write_text("1")
 
 
+@needs_root
 def test_failed_point_is_stored_as_failed(tmp_path):
-    """A task that cannot start (here: a file directory it cannot write) is a failed point, not a number."""
-    db = tmp_path / "s.sqlite"
-    r = mosbench("run", "micro/page_fault2", "--cores", "1", "--trials", "1", "--warmup", "0", "--duration", "0.5",
-                 "-p", "fsdir=/proc", "--store", str(db))
+    """A task that cannot go on (here: write1 on a full filesystem) is a failed point, not a number; the
+    run goes on to the next point."""
+    full = tmp_path / "full"
+    full.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(full)], check=True)
+    try:
+        db = tmp_path / "s.sqlite"
+        r = mosbench("run", "micro/write1", "micro/getppid1", "--cores", "1", "--trials", "1", "--warmup", "0",
+                     "--duration", "0.5", "-p", f"fsdir={full}", "--store", str(db))
+    finally:
+        subprocess.run(["umount", str(full)], check=True)
     assert r.returncode == 3, r.stderr
-    status, reason, tp = sqlite3.connect(db).execute("select status, reason, throughput from points").fetchone()
-    assert status == "failed" and reason and tp is None
+    got = sqlite3.connect(db).execute("select test, variant, status, reason, throughput from points "
+                                      "order by test, variant").fetchall()
+    assert [(t, v, st) for t, v, st, *_ in got] == [("getppid1", "procs", "ok"), ("getppid1", "threads", "ok"),
+                                                    ("write1", "procs", "failed"), ("write1", "threads", "failed")]
+    for *_, reason, tp in got[2:]:
+        assert "write: No space left on device" in reason and tp is None
+
+
+def test_a_closed_pipe_does_not_end_the_run(tmp_path):
+    """`mosbench run … 2>&1 | head -1`: the reader leaves after one line, the run goes on to the end."""
+    db = tmp_path / "s.sqlite"
+    r = subprocess.run(f"{sys.executable} -m mosbench run micro/getppid1 --cores 1 --trials 3 --warmup 0 "
+                       f"--duration 0.3 --store {db} 2>&1 | head -1", shell=True, cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert r.stdout.startswith("run #1: 6 points")
+    assert "Traceback" not in r.stdout + r.stderr and "BrokenPipe" not in r.stderr
+    con = sqlite3.connect(db)
+    assert con.execute("select status from runs").fetchone()[0] == "complete"
+    assert con.execute("select count(*) from points where status = 'ok'").fetchone()[0] == 6
+
+
+def test_point_lines_are_whole_lines_in_a_log(tmp_path):
+    r = mosbench("run", "micro/getppid1", "--cores", "1", "--trials", "1", "--warmup", "0", "--duration", "0.3",
+                 "--variant", "procs", "--store", str(tmp_path / "s.sqlite"))
+    assert r.returncode == 0, r.stderr
+    (line,) = [x for x in r.stderr.splitlines() if "✓" in x]
+    assert line.startswith("✓ micro/getppid1 procs 1 cores trial 1 cpus ")
+    assert " op/s, " in line and " µs per op, idle " in line and len(line) > 80  # never folded at 80 columns
 
 
 @needs_root  # SCHED_FIFO for the harness needs root; without it windows may stretch, as the run records
@@ -202,3 +272,57 @@ def test_the_workload_never_inherits_the_harness_priority():
                                capture_output=True, text=True, check=True)
     assert int(child.stdout) == os.SCHED_OTHER
     assert os.sched_getscheduler(0) == os.SCHED_OTHER
+
+
+@needs_root
+def test_load_generator_has_a_group_of_its_own_on_shared_cpus(tmp_path, monkeypatch):
+    """At max cores the client must share the measured CPUs; its CPU time still is not the server's."""
+    from mosbench import store, topology, workloads
+    from mosbench.plan import Plan
+    from mosbench.sweep import Sweep
+    from mosbench.workloads.base import Instance, PointContext, Sample, Variant, Workload
+
+    burn = [sys.executable, "-c", "import time\nend = time.time() + 60\nwhile time.time() < end: pass"]
+
+    class Burners(Instance):
+        def __init__(self, ctx: PointContext):
+            self.ctx, self.t0 = ctx, time.monotonic()
+            self.server = ctx.launcher.spawn("server", burn, ctx.group)
+            self.client = ctx.launcher.spawn("client", burn, ctx.loadgen_group)
+
+        def sample(self) -> Sample:
+            return Sample(1000 * (time.monotonic() - self.t0))
+
+        def check(self) -> None:
+            pass
+
+        def stop(self) -> dict:
+            for p in (self.server, self.client):
+                self.ctx.launcher.stop(p)
+            return {}
+
+    class FakeServer(Workload):
+        name, description, unit = "fakeserver", "a busy server and its busy client", "request"
+        variants = (Variant("one", "the only one"),)
+
+        def loadgen_cores(self, cores, params):
+            return 1
+
+        def start(self, ctx):
+            return Burners(ctx)
+
+    monkeypatch.setitem(workloads.REGISTRY, "fakeserver", FakeServer)
+    monkeypatch.setenv("MOSBENCH_STATE", str(tmp_path / "state"))
+    topo = topology.read()
+    ncpu = len(topo.cpus)
+    db = store.Store(str(tmp_path / "s.sqlite"))
+    plan = Plan(selections=[("fakeserver", "")], variants={"fakeserver": ["one"]}, cores=[ncpu], trials=1,
+                warmup=0.3, duration=1.5, interval=0.5)
+    run_id = db.create_run(plan.to_json(), {"hostname": "h"}, "test")
+    assert Sweep(db, plan, topo, cache=tmp_path / "cache").run(run_id).failed == 0
+    (p,) = db.points(run_id)
+    assert p["loadgen_shared"] and p["loadgen_cpus"] == p["cpus"]
+    # Each burner ran about 1.5 s of the window (two burners on at least two CPUs), each in its own group.
+    assert 1.0 < p["cgroup_user_s"] + p["cgroup_system_s"] < 2.0
+    assert 1.0 < p["loadgen_user_s"] + p["loadgen_system_s"] < 2.0
+    assert not _our_cgroups()

@@ -56,3 +56,34 @@ def test_unknown_run(tmp_path):
         db.run(7)
     with pytest.raises(UserError, match="bad run reference"):
         db.run("x")
+
+
+def test_a_v1_store_gains_the_load_generator_columns(tmp_path):
+    """A store written by the mosbench before v2: its points stay, the client's CPU time columns appear."""
+    path = tmp_path / "old.sqlite"
+    old = store.Store(str(path))
+    run_id = old.create_run({}, {"hostname": "h"}, "mosbench run micro")
+    old.add_point(run_id, **_point())
+    with old.engine.begin() as conn:  # back to the v1 shape
+        for name in ("loadgen_user_s", "loadgen_system_s"):
+            conn.exec_driver_sql(f"ALTER TABLE points DROP COLUMN {name}")
+        conn.execute(store.schema_version.update().values(version=1))
+    old.engine.dispose()
+    db = store.Store(str(path))
+    with db.engine.connect() as conn:
+        assert conn.execute(sa.select(store.schema_version.c.version)).scalar() == store.SCHEMA_VERSION == 2
+    (p,) = db.points(1)
+    assert p["work"] == 100.0 and p["loadgen_user_s"] is None
+    db.add_point(1, **_point(cores=2, loadgen_cpus="1", loadgen_shared=True, loadgen_user_s=0.3,
+                             loadgen_system_s=0.4))
+    assert [q["loadgen_system_s"] for q in db.points(1)] == [None, 0.4]
+
+
+def test_killed_runs_are_marked_once(tmp_path):
+    db = store.Store(str(tmp_path / "r.sqlite"))
+    run_id = db.create_run({}, {"hostname": "h"}, "mosbench run micro")
+    assert db.mark_killed(run_id) and db.run(run_id)["status"] == "killed"
+    assert not db.mark_killed(run_id)  # only a running run can be found killed
+    done = db.create_run({}, {"hostname": "h"}, "mosbench run micro")
+    db.finish_run(done, "complete")
+    assert not db.mark_killed(done) and db.run(done)["status"] == "complete"

@@ -14,8 +14,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from mosbench import analysis, lockmodel, store
-from mosbench.report import plots
-from mosbench.report.table import grade, rate, si
+from mosbench.report import plots, rows
 
 ENV_KEYS = ("hostname", "kernel", "kernel_version", "kernel_cmdline", "arch", "cpu_model", "topology_summary",
             "memory_bytes", "governor", "thp", "thp_defrag", "smt_control", "virtualization", "mosbench_version",
@@ -26,72 +25,15 @@ def _run_label(run: dict[str, Any]) -> str:
     return run["label"] or f"#{run['id']}"
 
 
-HIDDEN_METRICS = {"runner_pid"}
-
-
-def _metrics(m: dict[str, Any]) -> str:
-    """The workload's own measurements, compact: page faults, phase times, bytes per second."""
-    parts = []
-    for k, v in m.items():
-        if k in HIDDEN_METRICS:
-            continue
-        text = si(v) if isinstance(v, int | float) and not isinstance(v, bool) else str(v)
-        parts.append(f"{k}={text}")
-    return ", ".join(parts)
-
-
-def _cell_rows(series: list[analysis.Series]) -> list[dict[str, Any]]:
-    rows = []
-    for s in series:
-        factor, _ = analysis.rate_scale(s.unit)
-        for cores, c in sorted(s.cells.items()):
-            loadgen = ""
-            if c.loadgen:
-                loadgen = f"{c.loadgen} (shared with the measured CPUs)" if c.loadgen_shared else c.loadgen
-            rows.append({
-                "variant": s.variant, "cores": cores, "cpus": c.cpus, "loadgen": loadgen,
-                "best": si(c.best and c.best * factor), "median": si(c.median and c.median * factor),
-                "spread": f"{si(min(c.per_core) * factor)} … {si(max(c.per_core) * factor)}" if c.per_core else "–",
-                "metrics": _metrics(c.best_metrics),
-                "n": len(c.per_core), "user": "–" if c.user is None else f"{c.user:.3g}",
-                "system": "–" if c.system is None else f"{c.system:.3g}",
-                "idle": "–" if c.idle_fraction is None else f"{c.idle_fraction:.0%}",
-                "failed": len(c.failed),
-            })
-    return rows
-
-
-def _summary_rows(series: list[analysis.Series]) -> list[dict[str, Any]]:
-    rows = []
-    for s in series:
-        ratio = s.scalability()
-        cells = s.ok_cells()
-        rows.append({
-            "test": s.name, "variant": s.variant, "unit": s.unit,
-            "one": rate(cells[0].best, s.unit) if cells and cells[0].cores == 1 else "–",
-            "at": ratio[1] if ratio else "–", "top": rate(cells[-1].best, s.unit) if ratio else "–",
-            "ratio": f"{ratio[0]:.2f}" if ratio else "–",
-            "grade": "" if ratio is None else grade(ratio[0]),
-        })
-    return rows
-
-
 def _lock_model(group: list[analysis.Series], run: dict[str, Any], files: Path) -> dict[str, Any]:
     """The lock-collapse model fitted to the measured locks, carried to 256 cores or the machine's size."""
-    params = run["plan"]["params"].get("scale", {})
+    params = run["plan"]["params"].get(group[0].workload, {})
     fits = lockmodel.fits_from_series(group, float(params.get("par_ns", 9800)), float(params.get("cs_ns", 0)))
     if not fits:
         return {}
     up_to = max(256, len(run["environment"]["topology"]["cpus"]))
     svg = plots.save(plots.lock_model_figure(fits, up_to), files, "scale_lock_model")
-    rows = []
-    for name, f in fits.items():
-        p = f.params
-        knee = p.collapse(up_to)
-        rows.append({"lock": name, "kind": p.kind, "s": f"{p.s:.0f}", "c": f"{p.c:.1f}",
-                     "err": f"{f.rms_log_error:.1%}", "at48": si(p.per_core(48)), "top": si(p.per_core(up_to)),
-                     "collapse": knee or "none", "note": f.note})
-    return {"model": Markup(svg), "model_rows": rows, "model_cores": up_to}
+    return {"model": Markup(svg), "model_table": rows.lock_model_table(fits, up_to), "model_cores": up_to}
 
 
 def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
@@ -116,11 +58,13 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
         samples_fig = plots.samples_figure(group)
         samples_svg = plots.save(samples_fig, files, f"{stem}_samples") if samples_fig else None
         section = {"name": name, "anchor": stem, "figure": Markup(svg),
-                   "samples": Markup(samples_svg) if samples_svg else None, "rows": _cell_rows(group)}
-        if name == "scale/lock":
+                   "samples": Markup(samples_svg) if samples_svg else None}
+        if "lock_model" in analysis.figures_for(group[0]):
             section.update(_lock_model(group, runs[0], files))
-        section["per"] = analysis.rate_scale(group[0].unit)[1]
         sections.append(section)
+    cell_tables = dict(zip(analysis.group_by_test(series), rows.cell_tables(series), strict=True))
+    for section in sections:
+        section["table"] = cell_tables[section["name"]]
     summary_fig = plots.summary_figure(series)
     summary_svg = Markup(plots.save(summary_fig, files, "summary")) if summary_fig else None
 
@@ -135,7 +79,7 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
             "details": json.dumps({k: v for k, v in r["environment"].items() if k not in ENV_KEYS and k != "topology"},
                                   indent=1, sort_keys=True),
         } for r in runs],
-        summary_svg=summary_svg, summary_rows=_summary_rows(series), sections=sections, failures=failures,
+        summary_svg=summary_svg, summary_table=rows.summary_table(series), sections=sections, failures=failures,
         files=files.name,
     )
     output.write_text(html)

@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter, MaxNLocator
 
 from mosbench.analysis import Series, rate_scale, variant_rank
+from mosbench.report.rows import cpu_unit
 
 COLORS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 
@@ -41,7 +42,8 @@ def test_figure(series: list[Series], title: str) -> Figure:
     fig, left = plt.subplots(figsize=(7.2, 4.2), layout="constrained")
     right = left.twinx()
     unit = series[0].unit
-    factor, per = rate_scale(unit)
+    factor, per = rate_scale(series[0])
+    cpu, cpu_name = cpu_unit(series[0])
     counts: set[int] = set()
     for i, s in enumerate(series):
         color = COLORS[i % len(COLORS)]
@@ -54,7 +56,6 @@ def test_figure(series: list[Series], title: str) -> Figure:
         low = [b - min(c.per_core) * factor for b, c in zip(best, cells, strict=True)]
         left.errorbar(xs, best, yerr=[low, [0.0] * len(best)], color=color, marker="o", markersize=4,
                       linewidth=1.8, capsize=2, label=f"{s.variant}: {_plural(unit)}/{per}/core")
-        cpu = 1e-6 if unit == "job" else 1.0  # a job's CPU time reads better in seconds
         right.plot(xs, [c.user * cpu for c in cells], color=color, linestyle="--", linewidth=1.2,
                    label=f"{s.variant}: user")
         right.plot(xs, [c.system * cpu for c in cells], color=color, linestyle=":", linewidth=1.5,
@@ -64,7 +65,7 @@ def test_figure(series: list[Series], title: str) -> Figure:
             left.plot(failed, [0] * len(failed), "x", color=color, markersize=8, label=f"{s.variant}: failed")
     left.set_xlabel("cores")
     left.set_ylabel(f"throughput ({_plural(unit)}/{per}/core)")
-    right.set_ylabel(f"CPU time (µsec/{unit})" if unit != "job" else "CPU time (sec/job)")
+    right.set_ylabel(f"CPU time ({cpu_name}/{unit})")
     left.yaxis.set_major_formatter(EngFormatter(sep=""))
     left.set_ylim(bottom=0)
     right.set_ylim(bottom=0)
@@ -81,14 +82,16 @@ def test_figure(series: list[Series], title: str) -> Figure:
 def summary_figure(series: list[Series]) -> Figure | None:
     """Figure 3: one group of bars per test, one bar per variant it has; stock before scalable."""
     tests: dict[str, dict[str, tuple[float, int]]] = {}
+    rank: dict[str, int] = {}
     for s in series:
         ratio = s.scalability()
         if ratio is not None:
             tests.setdefault(s.name, {})[s.variant] = ratio
+            rank[s.variant] = min(rank.get(s.variant, 99), variant_rank(s))
     if not tests:
         return None
     seen = list(dict.fromkeys(v for per in tests.values() for v in per))
-    variants = sorted(seen, key=lambda v: (variant_rank(v), seen.index(v)))
+    variants = sorted(seen, key=lambda v: (rank[v], seen.index(v)))
     color = {v: COLORS[i % len(COLORS)] for i, v in enumerate(variants)}
     nbars = sum(len(per) for per in tests.values())
     fig, ax = plt.subplots(figsize=(min(16.0, max(6.0, 0.32 * nbars + 0.35 * len(tests) + 1.5)), 4.2),
@@ -120,7 +123,7 @@ def samples_figure(series: list[Series]) -> Figure | None:
     rate says nothing: for jobs the figure shows how busy the point's CPUs were instead, where a
     straggler or a serial phase shows as a drop.
     """
-    job = series[0].unit == "job"
+    job = series[0].kind == "job"
     fig, ax = plt.subplots(figsize=(7.2, 2.8), layout="constrained")
     drawn = False
     for i, s in enumerate(series):

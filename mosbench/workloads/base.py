@@ -1,9 +1,13 @@
 """The interface every workload implements, and what the harness hands it.
 
-Lifecycle, per run: `check_available` (before anything is created), `setup` once (expensive work such
-as loading a database or unpacking a tree, cached), then per point `start` on a CPU set, which returns
-an Instance that the harness samples over the warm-up and the window and finally stops; `teardown`
-once at the end, also after errors.
+Lifecycle, per run: `check_available` and `check_params` (before anything is created), `setup` once
+(expensive work such as loading a database or unpacking a tree, cached; its processes go through the
+run's launcher like every other), then per point `start` on a CPU set, which returns an Instance that
+the harness samples over the warm-up and the window and finally stops; `teardown` once at the end,
+also after errors.
+
+What a workload knows stays in the workload: its variants in before/after order, its unit per test,
+whether it is a job, and any figure of its own; analysis and report ask it rather than naming it.
 
 A workload reports cumulative work done; the harness turns it into throughput per second per core.
 "window" workloads run until stopped (servers, microbenchmarks); "job" workloads (a build, an index)
@@ -12,6 +16,9 @@ finish on their own, and one job is the unit of work.
 
 from __future__ import annotations
 
+import math
+import shutil
+import tempfile
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,9 +36,20 @@ class Param:
     unit: str = ""
 
     def parse(self, text: str) -> Any:
+        """The value of `-p name=text` in the default's type; ValueError for text that is not one."""
         kind = type(self.default)
         if kind is bool:
-            return text.lower() in ("1", "true", "yes", "on")
+            word = text.strip().lower()
+            if word in ("1", "true", "yes", "on"):
+                return True
+            if word in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(f"{text!r} is not a boolean (true/false, yes/no, on/off, 1/0)")
+        if kind is float:
+            value = float(text)
+            if not math.isfinite(value):
+                raise ValueError(f"{text!r} is not a finite number")
+            return value
         return kind(text)
 
 
@@ -60,7 +78,26 @@ class RunContext:
     scratch: Path  # tmpfs directory of this run, removed at the end
     cache: Path  # survives runs: unpacked corpora, loaded databases
     params: dict[str, Any]
+    launcher: Launcher  # setup's processes (a database load, an unpack) run journaled like any other
+    group: Group  # where setup's processes run: every CPU the run may use
     extra: dict[str, Any] = field(default_factory=dict)  # what setup found or made, for start
+
+    def scratch_in(self, parent: Path, name: str) -> Path:
+        """A scratch directory of this run in another filesystem, journaled: a killed run's is removed."""
+        from mosbench.journal import SCRATCH_PREFIX
+
+        d = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}-{name}-", dir=parent))
+        self.launcher.journal.add_dir(d)
+        return d
+
+    def run(self, name: str, argv: list[str], timeout: float | None = None) -> tuple[int, str]:
+        """Runs a setup program to its end, journaled, in the setup group: (exit status, its last error)."""
+        status = self.launcher.run(name, argv, self.group, timeout)
+        return status, self.launcher.last_error(name)
+
+    def remove_scratch(self, d: Path) -> None:
+        shutil.rmtree(d, ignore_errors=True)
+        self.launcher.journal.remove_dir(d)
 
 
 @dataclass
@@ -115,6 +152,7 @@ class Workload(ABC):
     description: str
     unit: str  # what one unit of work is, e.g. "op", "message", "job"
     kind: Literal["window", "job"] = "window"
+    # Baselines first, then their fixes, then other forms: the order of figures, tables and points.
     variants: tuple[Variant, ...]
     params: tuple[Param, ...] = ()
     paper: str = ""  # where it maps to the OSDI 2010 paper
@@ -148,3 +186,12 @@ class Workload(ABC):
 
     def unit_for(self, test: str) -> str:
         return self.unit
+
+    def variant_rank(self, variant: str) -> int:
+        """Where a variant goes among a test's: its place in `variants`, unknown ones last."""
+        names = [v.name for v in self.variants]
+        return names.index(variant) if variant in names else len(names)
+
+    def figures_for(self, test: str) -> tuple[str, ...]:
+        """Figures of the workload's own for a test, by name (the report draws each it knows)."""
+        return ()

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mosbench.errors import PointFailed
-from mosbench.processes import wait_for
+from mosbench.ready import line_printed, wait_ready
 from mosbench.workloads.base import Instance, PointContext, Sample
 
 
@@ -22,25 +22,26 @@ class JobInstance(Instance):
     ready_timeout_s = 600.0
 
     def __init__(self, ctx: PointContext, name: str, args: list[str]):
-        """`args` must make the program write its result to self.result and wait for the signal."""
+        """`args` must make the program write its result to result_path(ctx) and wait for the signal."""
         self.ctx = ctx
         self.name = name
         self.proc = ctx.launcher.spawn(name, args, ctx.group)
         self._stopped = False
-        out = ctx.launcher.logdir / f"{name}.out"
         try:
-            ready = wait_for(lambda: self.proc.poll() is not None or
-                             (out.exists() and "ready" in out.read_text()), self.ready_timeout_s, 0.02)
-            self.check()
-            if not ready:
-                raise PointFailed(f"{self.program} was not ready within {self.ready_timeout_s:.0f} s")
+            wait_ready(line_printed(ctx.launcher.logdir / f"{name}.out", "ready"), what=f"{self.program} ready",
+                       timeout=self.ready_timeout_s, proc=self.proc, ended=self._failure_reason, interval=0.02)
         except BaseException:
             self.stop()
             raise
 
+    @staticmethod
+    def result_path(ctx: PointContext) -> Path:
+        """Where the program must write its result: give it this in `args`."""
+        return ctx.scratch / "result.json"
+
     @property
     def result(self) -> Path:
-        return self.ctx.scratch / "result.json"
+        return self.result_path(self.ctx)
 
     def begin(self) -> None:
         self.proc.send_signal(signal.SIGUSR1)
@@ -55,8 +56,10 @@ class JobInstance(Instance):
     def check(self) -> None:
         rc = self.proc.poll()
         if rc is not None and rc != 0:
-            err = (self.ctx.launcher.logdir / f"{self.name}.err").read_text(errors="replace").strip()
-            raise PointFailed(err.splitlines()[-1] if err else f"{self.program} exited with status {rc}")
+            raise PointFailed(self._failure_reason())
+
+    def _failure_reason(self) -> str:
+        return self.ctx.launcher.last_error(self.name) or f"{self.program} exited with status {self.proc.returncode}"
 
     def stop(self) -> dict[str, Any]:
         if not self._stopped:

@@ -10,7 +10,6 @@ memory bandwidth (a STREAM triad) before the job, the yardstick for the reduce p
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,7 @@ class MetisInstance(JobInstance):
 
     def __init__(self, ctx: PointContext, binary: Path, input_path: Path):
         args = [str(binary), "--app", ctx.test, "--input", str(input_path), "--cpus",
-                ",".join(map(str, ctx.cpus)), "--pages", ctx.variant, "--result", str(ctx.scratch / "result.json"),
+                ",".join(map(str, ctx.cpus)), "--pages", ctx.variant, "--result", str(self.result_path(ctx)),
                 "--wait-signal", "--stream"]
         if ctx.params["partitions"]:
             args += ["--partitions", str(ctx.params["partitions"])]
@@ -91,11 +90,11 @@ class Metis(Workload):
         path = ctx.cache / f"zipf-{size}mb-seed{ctx.params['seed']}-vocab{ctx.params['vocab']}.txt"
         if not path.exists():
             # The generator writes a temporary file and renames it when complete: a cached input is whole.
-            r = subprocess.run([str(native.binary(BINARY)), "--generate", str(path), "--size-mb", str(size),
-                                "--seed", str(ctx.params["seed"]), "--vocab", str(ctx.params["vocab"])],
-                               capture_output=True, text=True)
-            if r.returncode != 0:
-                raise UserError(f"cannot generate the metis input: {r.stderr.strip()}")
+            status, last = ctx.run("metis-generate", [
+                str(native.binary(BINARY)), "--generate", str(path), "--size-mb", str(size),
+                "--seed", str(ctx.params["seed"]), "--vocab", str(ctx.params["vocab"])])
+            if status != 0:
+                raise UserError(f"cannot generate the metis input: {last or f'exit status {status}'}")
         ctx.extra["input"] = path
 
     def start(self, ctx: PointContext) -> Instance:

@@ -1,25 +1,32 @@
-"""will-it-scale style microbenchmarks: one testcase per kernel path, in process and thread form.
+"""will-it-scale's testcases under their names, in process and thread form, plus a few of our own.
 
-The native runner (native/micro) pins a task per CPU and counts iterations in a shared-memory file;
-`RunnerInstance` maps that file and reads the per-task counters whenever the harness samples. The
-libscale benchmarks (workloads/scale.py) are testcases of the same runner, so they use it too.
+Each will-it-scale test (open1, page_fault2, context_switch1, ...) does the same operation with the
+same counting as will-it-scale's, in the same directory (/tmp) at the same path depth, so
+"micro/open1 procs" is the number the kernel test robot calls will-it-scale.per_process_ops on open1.
+Tests of mosbench's own have names will-it-scale cannot have (tcp_pingpong, lseek_end_shared, ...).
+
+The native driver (native/micro) pins a task per CPU and counts iterations in a shared-memory file;
+`MicroInstance` maps that file and reads the per-task counters whenever the harness samples. The
+libscale benchmarks (workloads/scale.py) are testcases of the same driver, so they use it too.
 """
 
 from __future__ import annotations
 
 import functools
 import mmap
+import os
 import struct
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from mosbench import cpulist, native
 from mosbench.errors import PointFailed, UserError
-from mosbench.processes import wait_for
-from mosbench.workloads.base import Instance, Param, PointContext, Sample, TestInfo, Variant, Workload
+from mosbench.ready import file_ready, wait_ready
+from mosbench.workloads.base import Instance, Param, PointContext, RunContext, Sample, TestInfo, Variant, Workload
 
-# Must match struct micro_header in native/micro/runner.c.
+# Must match struct micro_header in native/micro/driver.c.
 MAGIC = b"MOSMICR1"
 VERSION = 1
 HEADER = struct.Struct("<8sIIIIIIIii128s")
@@ -33,31 +40,32 @@ def list_tests(binary: Path) -> tuple[TestInfo, ...]:
     return tuple(TestInfo(*line.split("\t", 1)) for line in out.splitlines() if line)
 
 
-class RunnerInstance(Instance):
-    """One native runner process on the point's CPUs: testcase `runner_test` in `mode`, one task per CPU."""
+class MicroInstance(Instance):
+    """One native driver process on the point's CPUs: testcase `test` in `mode`, one task per CPU.
 
-    def __init__(self, ctx: PointContext, binary: Path, runner_test: str, mode: str,
-                 params: dict[str, int] | None = None):
+    `workdir` is the directory the driver makes its scratch directory in (the file tests' files).
+    """
+
+    def __init__(self, ctx: PointContext, binary: Path, test: str, mode: str, workdir: Path,
+                 params: dict[str, int] | None = None, metrics: dict[str, Any] | None = None):
         self.ctx = ctx
-        self.name = f"{binary.name}-{runner_test.replace('/', '-')}-{mode}"
+        self._metrics = {"driver_pid": None, **(metrics or {})}
+        self.name = f"{binary.name}-{test.replace('/', '-')}-{mode}"
         counters = ctx.scratch / "counters"
         extra = [arg for k, v in (params or {}).items() for arg in ("--param", f"{k}={v}")]
         self.proc = ctx.launcher.spawn(self.name, [
-            str(binary), "--test", runner_test, "--mode", mode, "--cpus", cpulist.format(ctx.cpus),
-            "--counters", str(counters), "--workdir", ctx.params.get("fsdir") or str(ctx.scratch),
-            "--timeout", str(int(ctx.timeout)), *extra,
+            str(binary), "--test", test, "--mode", mode, "--cpus", cpulist.format(ctx.cpus),
+            "--counters", str(counters), "--workdir", str(workdir), "--timeout", str(int(ctx.timeout)), *extra,
         ], ctx.group)
         self._map: mmap.mmap | None = None
         self._counters: memoryview | None = None
         self._stopped = False
         try:
-            if not wait_for(lambda: (counters.exists() and counters.stat().st_size > 0) or not self._alive(), 30):
-                raise PointFailed(f"{self.name} did not create its counters within 30 s")
-            if not self._alive():
-                self.check()
+            wait_ready(file_ready(counters), what=f"{self.name}'s counter file", timeout=30, proc=self.proc,
+                       ended=self._failure_reason)
             self._open(counters)
-            if not wait_for(lambda: self._state() != STATE_STARTING or not self._alive(), 300):
-                raise PointFailed("tasks were not ready within 300 s")
+            wait_ready(lambda: self._state() != STATE_STARTING, what="every task ready", timeout=300,
+                       proc=self.proc, ended=self._failure_reason)
             self.check()
         except BaseException:
             self.stop()
@@ -73,7 +81,7 @@ class RunnerInstance(Instance):
         if magic != MAGIC or version != VERSION:
             raise PointFailed(f"counter file has magic {magic!r} version {version}: rebuild native/")
         if ntasks != len(self.ctx.cpus):
-            raise PointFailed(f"runner started {ntasks} tasks for {len(self.ctx.cpus)} CPUs")
+            raise PointFailed(f"driver started {ntasks} tasks for {len(self.ctx.cpus)} CPUs")
         # An aligned 8-byte view: each element read is one 64-bit load, never a torn value.
         self._counters = memoryview(self._map)[offset: offset + ntasks * stride].cast("Q")
         self._step = stride // 8
@@ -96,7 +104,7 @@ class RunnerInstance(Instance):
             raise PointFailed(self._failure_reason())
 
     def _failure_reason(self) -> str:
-        """The runner's own last word on stderr, else how it ended."""
+        """The driver's own last word on stderr, else how it ended."""
         err = self.ctx.launcher.logdir / f"{self.name}.err"
         lines = err.read_text(errors="replace").strip().splitlines() if err.exists() else []
         if lines:
@@ -115,23 +123,50 @@ class RunnerInstance(Instance):
             if self._map is not None:
                 self._map.close()
                 self._map = None
-        return {"runner_pid": self.proc.pid}
+        return {**self._metrics, "driver_pid": self.proc.pid}
 
     def logs(self) -> str:
         return self.ctx.launcher.log_tail(self.name, 200)
 
 
+# What one counted iteration is, where it is more than an "op" (will-it-scale counts ops throughout).
+UNITS = {"page_fault1": "fault", "page_fault2": "fault", "page_fault3": "fault",
+         "tcp_pingpong": "round trip", "futex_pingpong": "round trip"}
+FSDIR_DEFAULT = "/tmp"  # will-it-scale's
+
+
+def filesystem_type(path: Path, mountinfo: str | None = None) -> str:
+    """The type of the filesystem holding path (ext4, tmpfs, ...), from the longest matching mount."""
+    if mountinfo is None:
+        try:
+            mountinfo = Path("/proc/self/mountinfo").read_text()
+        except OSError:
+            return "unknown"
+    target = os.path.realpath(path)
+    best, kind = "", "unknown"
+    for line in mountinfo.splitlines():
+        left, _, right = line.partition(" - ")
+        fields = left.split()
+        if len(fields) < 5 or not right:
+            continue
+        mount = fields[4].replace("\\040", " ")
+        inside = target == mount or target.startswith(mount.rstrip("/") + "/")
+        if inside and len(mount) >= len(best):
+            best, kind = mount, right.split()[0]
+    return kind
+
+
 class Micro(Workload):
     name = "micro"
-    description = "will-it-scale style microbenchmarks of single kernel paths"
+    description = "will-it-scale's testcases under their names, and a few of mosbench's own"
     unit = "op"
     variants = (
-        Variant("procs", "one process per core (private address space and file table)"),
         Variant("threads", "one thread per core in one process (shared mm, files, signal handlers)"),
+        Variant("procs", "one process per core (private address space and file table)"),
     )
     params = (
-        Param("fsdir", "", "directory the file tests work in (default: the run's tmpfs scratch); "
-              "point it at another filesystem to compare"),
+        Param("fsdir", FSDIR_DEFAULT, "directory the file tests work in, as will-it-scale's /tmp; point it at "
+              "another filesystem (/dev/shm for tmpfs) to compare"),
     )
     paper = "Section 4's bottlenecks one at a time (dentry, vfsmount, mmap_lock, lseek, page faults)"
 
@@ -142,14 +177,29 @@ class Micro(Workload):
             return []
 
     def unit_for(self, test: str) -> str:
-        return {"page_fault1": "fault", "page_fault2": "fault", "page_fault3": "fault",
-                "context_switch1": "round trip", "futex2": "round trip", "unix1": "round trip",
-                "tcp1": "round trip"}.get(test, self.unit)
+        return UNITS.get(test, self.unit)
 
     def check_available(self) -> None:
         native.binary("mosbench-micro")
 
+    def check_params(self, params: dict[str, Any]) -> None:
+        fsdir = Path(params["fsdir"])
+        if not fsdir.is_dir():
+            raise UserError(f"micro fsdir {fsdir} is not a directory")
+        try:  # the only sure test of "can the tests make their files there" (root passes access())
+            os.rmdir(tempfile.mkdtemp(prefix="mosbench-check-", dir=fsdir))
+        except OSError as e:
+            raise UserError(f"micro fsdir {fsdir}: cannot make a directory there ({e.strerror})") from None
+
+    def setup(self, ctx: RunContext) -> None:
+        fsdir = Path(ctx.params["fsdir"])
+        ctx.extra["workdir"] = ctx.scratch_in(fsdir, "micro")
+        ctx.extra["fs"] = filesystem_type(fsdir)
+
+    def teardown(self, ctx: RunContext) -> None:
+        if "workdir" in ctx.extra:
+            ctx.remove_scratch(ctx.extra.pop("workdir"))
+
     def start(self, ctx: PointContext) -> Instance:
-        return RunnerInstance(ctx, native.binary("mosbench-micro"), ctx.test, ctx.variant)
-
-
+        return MicroInstance(ctx, native.binary("mosbench-micro"), ctx.test, ctx.variant, ctx.run.extra["workdir"],
+                             metrics={"fs": ctx.run.extra["fs"]})

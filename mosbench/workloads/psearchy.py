@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -30,13 +31,49 @@ METRICS = ("job_s", "phase1_s", "phase2_s", "files", "bytes", "words", "entries"
            "postings_bytes", "minor_faults", "major_faults")
 
 
+def default_cache() -> Path:
+    """Where the sweep keeps this workload's cache (its RunContext.cache) when /dev/shm is missing."""
+    return Path.home() / ".cache" / "mosbench" / "psearchy"
+
+
 def tmpfs_cache(fallback: Path) -> Path:
     """The corpus lives in memory, as the paper's did; /dev/shm where there is one."""
     shm = Path("/dev/shm")
     return shm / f"mosbench-cache-{os.getuid()}" / "psearchy" if shm.is_dir() else fallback
 
 
-def unpack_linux(cache: Path) -> Path:
+# Runs a program to its end: (name, argv) -> (exit status, its last line on stderr).
+Run = Callable[[str, list[str]], tuple[int, str]]
+
+
+def run_here(name: str, argv: list[str]) -> tuple[int, str]:
+    r = subprocess.run(argv, capture_output=True, text=True)
+    return r.returncode, (r.stderr.strip().splitlines() or [""])[-1]
+
+
+def is_linux_dir(cache: Path, subdir: str) -> bool:
+    """Whether subdir is a directory of the Linux tree: looked up in the tree if it is unpacked, else in
+    the tarball's listing, kept beside the cache (listing takes ~20 s once, unpacking a minute)."""
+    tree = cache / LINUX_TREE
+    if tree.is_dir():
+        return (tree / subdir).is_dir()
+    listing = cache / f"{LINUX_TREE}.dirs"
+    if not listing.exists():
+        r = subprocess.run(["tar", "-tJf", str(LINUX_TARBALL)], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise UserError(f"cannot read {LINUX_TARBALL}: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
+        dirs: set[str] = set()
+        for member in r.stdout.splitlines():
+            parts = PurePosixPath(member).parts[1:]  # below linux-source-6.1/
+            dirs.update("/".join(parts[:n]) for n in range(1, len(parts)))  # every parent of the member
+        cache.mkdir(parents=True, exist_ok=True)
+        partial = listing.with_suffix(".partial")
+        partial.write_text("\n".join(sorted(dirs)) + "\n")
+        partial.replace(listing)
+    return str(PurePosixPath(subdir)) in set(listing.read_text().splitlines())
+
+
+def unpack_linux(cache: Path, run: Run = run_here) -> Path:
     """The Linux tree, unpacked once: into a temporary directory renamed into place when complete."""
     tree = cache / LINUX_TREE
     if tree.is_dir():
@@ -45,10 +82,9 @@ def unpack_linux(cache: Path) -> Path:
     partial = Path(tempfile.mkdtemp(prefix=f"{LINUX_TREE}.partial-", dir=cache))
     try:
         print(f"psearchy: unpacking {LINUX_TARBALL} into {cache} (once; about 1.4 GB)", file=sys.stderr)
-        r = subprocess.run(["tar", "-xJf", str(LINUX_TARBALL), "-C", str(partial)], capture_output=True, text=True)
-        if r.returncode != 0:
-            last = r.stderr.strip().splitlines()[-1:] or [f"tar exited with status {r.returncode}"]
-            raise UserError(f"cannot unpack {LINUX_TARBALL}: {last[0]}")
+        status, last = run("psearchy-unpack", ["tar", "-xJf", str(LINUX_TARBALL), "-C", str(partial)])
+        if status != 0:
+            raise UserError(f"cannot unpack {LINUX_TARBALL}: {last or f'tar exited with status {status}'}")
         try:
             (partial / LINUX_TREE).rename(tree)
         except OSError:
@@ -66,7 +102,7 @@ class PsearchyInstance(JobInstance):
         args = [str(binary), "index", "--corpus", str(corpus), "--out", str(ctx.scratch / "index"),
                 "--cpus", ",".join(map(str, ctx.cpus)), "--mode", ctx.variant,
                 "--mem", f"{ctx.params['mem_mb']}M", "--dblim", str(ctx.params["dblim"]),
-                "--result", str(ctx.scratch / "result.json"), "--wait-signal"]
+                "--result", str(self.result_path(ctx)), "--wait-signal"]
         super().__init__(ctx, f"psearchy-{ctx.variant}", args)
 
     def metrics(self, result: dict[str, Any]) -> dict[str, Any]:
@@ -105,6 +141,8 @@ class Psearchy(Workload):
         sub = PurePosixPath(params["subdir"])
         if sub.is_absolute() or ".." in sub.parts:
             raise UserError(f"psearchy subdir {params['subdir']!r} must be a path inside the Linux tree")
+        if params["subdir"] and not params["corpus"] and not is_linux_dir(tmpfs_cache(default_cache()), str(sub)):
+            raise UserError(f"psearchy subdir {params['subdir']!r} is not a directory of {LINUX_TREE}")
         if params["mem_mb"] < 1 or params["dblim"] < 1:
             raise UserError("psearchy needs mem_mb >= 1 and dblim >= 1")
 
@@ -112,10 +150,7 @@ class Psearchy(Workload):
         if ctx.params["corpus"]:
             ctx.extra["corpus"] = Path(ctx.params["corpus"]).resolve()
             return
-        corpus = unpack_linux(tmpfs_cache(ctx.cache)) / ctx.params["subdir"]
-        if not corpus.is_dir():
-            raise UserError(f"psearchy subdir {ctx.params['subdir']!r} is not a directory of {corpus.parent}")
-        ctx.extra["corpus"] = corpus
+        ctx.extra["corpus"] = unpack_linux(tmpfs_cache(ctx.cache), ctx.run) / ctx.params["subdir"]
 
     def start(self, ctx: PointContext) -> Instance:
         return PsearchyInstance(ctx, native.binary(BINARY), ctx.run.extra["corpus"])

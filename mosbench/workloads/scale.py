@@ -3,7 +3,7 @@
 Each structure of native/libscale is a test (scale/counter, scale/lock, …) with a form per variant:
 `stock` is the structure as Linux 2.6.35 had it, `scalable` the paper's fix; the counter also has the
 `percpu` form and the lock the pthread `mutex` baseline and Concurrency Kit's ticket and MCS locks.
-The benchmarks are testcases of the micro runner (native/libscale/bench), named STRUCTURE/FORM.
+The benchmarks are testcases of the micro driver (native/libscale/bench), named STRUCTURE/FORM.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from mosbench import native
 from mosbench.errors import UserError
 from mosbench.workloads.base import Instance, Param, PointContext, TestInfo, Variant, Workload
-from mosbench.workloads.micro import RunnerInstance, list_tests
+from mosbench.workloads.micro import MicroInstance, list_tests
 
 BINARY = "mosbench-scale"
 
@@ -75,6 +75,14 @@ class Scale(Workload):
     def check_available(self) -> None:
         native.binary(BINARY)
 
+    def check_params(self, params: dict[str, Any]) -> None:
+        for name, least in (("cs_ns", 0), ("par_ns", 0), ("threshold", 1), ("batch", 0)):
+            if params[name] < least:
+                raise UserError(f"scale needs {name} >= {least} (got {params[name]})")
+
+    def figures_for(self, test: str) -> tuple[str, ...]:
+        return ("lock_model",) if test == "lock" else ()
+
     def start(self, ctx: PointContext) -> Instance:
         params: dict[str, Any] = {p.name: int(ctx.params[p.name]) for p in self.params}
-        return RunnerInstance(ctx, native.binary(BINARY), f"{ctx.test}/{ctx.variant}", "threads", params)
+        return MicroInstance(ctx, native.binary(BINARY), f"{ctx.test}/{ctx.variant}", "threads", ctx.scratch, params)

@@ -8,9 +8,25 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+
+/* Parses a whole decimal number in [0, max]: no sign, no trailing text, no overflow. 0, or -1. */
+static inline int job_parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	char *end;
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
 
 static inline double job_now_s(void)
 {

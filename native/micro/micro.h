@@ -1,10 +1,10 @@
 /*
- * micro.h - the interface between the microbenchmark runner and its testcases.
+ * micro.h - the interface between the microbenchmark driver and its testcases.
  *
- * A testcase is one small file that declares itself with MICRO_TEST(). The runner starts one task per
+ * A testcase is one small file that declares itself with MICRO_TEST(). The driver starts one task per
  * CPU (a process or a thread, by --mode), pins it, calls the test's init hook, releases all tasks
  * together through a start gate and then calls run(), which loops forever counting iterations with
- * micro_count(). The runner ends tasks with SIGKILL on their process group, so run() needs no exit
+ * micro_count(). The driver ends tasks with SIGKILL on their process group, so run() needs no exit
  * path and its loop carries no "should I stop" load.
  *
  * Each task's counter sits on its own 128-byte slot (two cache lines, so the adjacent-line prefetcher
@@ -26,7 +26,7 @@ struct micro_task {
 	int cpu;			/* the CPU this task (and any partner) is pinned to */
 	enum micro_mode mode;
 	/*
-	 * This run's scratch directory, relative: the runner works from its parent, so "workdir/name" is
+	 * This run's scratch directory, relative: the driver works from its parent, so "workdir/name" is
 	 * two path components, as will-it-scale's "/tmp/willitscale.XXXXXX" is.
 	 */
 	const char *workdir;
@@ -56,7 +56,7 @@ struct micro_test {
 
 #define MICRO_TEST(id, ...) MICRO_TEST_NAMED(id, #id, __VA_ARGS__)
 
-/* The value of a --param NAME=VALUE given to the runner, or def when none was given. */
+/* The value of a --param NAME=VALUE given to the driver, or def when none was given. */
 long micro_param(const char *name, long def);
 
 /* Single writer per counter: a relaxed load and store compile to a plain add, yet stay race-free. */
@@ -74,7 +74,7 @@ static inline void micro_count(struct micro_task *t)
 
 /*
  * Reports that a task cannot go on (a syscall failed in run()): records the errno and the message
- * for the runner, then ends the task's host so the point is stored as failed, never as a number.
+ * for the driver, then ends the task's host so the point is stored as failed, never as a number.
  */
 _Noreturn void micro_fail(struct micro_task *t, const char *what, int err);
 

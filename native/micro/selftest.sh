@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Runs every testcase of a micro runner binary (mosbench-micro, or mosbench-scale for libscale) for one
+# Runs every testcase of a micro driver binary (mosbench-micro, or mosbench-scale for libscale) for one
 # second in each mode on every CPU this process may use, and checks that each task made progress and
 # that no sanitizer spoke. With --sanitizer (a TSan or ASan build of mosbench-micro), runs the subset
-# that exercises the runner's concurrent paths: the start gate, partners, shared futexes and mutexes.
+# that exercises the driver's concurrent paths: the start gate, partners, shared futexes and mutexes.
 #   --modes "procs threads"   modes to run (libscale's testcases are threads-only)
 #   --skip REGEX              testcases not to run, each named with the reason in --why
 set -uo pipefail
@@ -21,7 +21,7 @@ cpus=$(python3 -c 'import os; print(",".join(map(str, sorted(os.sched_getaffinit
 ntasks=$(tr ',' '\n' <<<"$cpus" | wc -l)
 
 if ((sanitizer)); then
-    tests="getppid1 futex2 mutex2 context_switch1 open3 page_fault1"
+    tests="getppid1 futex_pingpong pthread_mutex1 context_switch1 open3 page_fault1"
 else
     tests=$("$bin" --list | cut -f1)
 fi

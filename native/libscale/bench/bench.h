@@ -1,6 +1,6 @@
 /*
- * bench.h - what the libscale benchmarks share. Each benchmark is a micro runner testcase (micro.h)
- * named STRUCTURE/FORM, e.g. counter/stock and counter/scalable, so the runner's pinning, start gate
+ * bench.h - what the libscale benchmarks share. Each benchmark is a micro driver testcase (micro.h)
+ * named STRUCTURE/FORM, e.g. counter/stock and counter/scalable, so the driver's pinning, start gate
  * and counters serve them all and the harness reads them like any microbenchmark.
  */
 #ifndef SCALE_BENCH_H

@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -126,6 +127,12 @@ static void usage(FILE *f)
 		   "       mosbench-metis --generate FILE --size-mb N [--seed S] [--vocab V]\n");
 }
 
+static int bad_number(const char *option, const char *text)
+{
+	fprintf(stderr, "mosbench-metis: %s needs a whole number in range, not '%s'\n", option, text);
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
 	const char *app_name = NULL, *input = NULL, *cpus = NULL, *output = NULL, *result = NULL, *generate = NULL;
@@ -142,6 +149,7 @@ int main(int argc, char **argv)
 		{ "vocab", required_argument, NULL, 'v' },    { "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
+	uint64_t n;
 	for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
 		switch (c) {
 		case 'a': app_name = optarg; break;
@@ -155,15 +163,30 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 'P': job.partitions = (unsigned)atoi(optarg); break;
+		case 'P':
+			if (job_parse_u64(optarg, UINT_MAX, &n))
+				return bad_number("--partitions", optarg);
+			job.partitions = (unsigned)n;
+			break;
 		case 'o': output = optarg; break;
 		case 'r': result = optarg; break;
 		case 'w': wait_signal = 1; break;
 		case 's': stream = 1; break;
 		case 'g': generate = optarg; break;
-		case 'S': gen.bytes = strtoull(optarg, NULL, 10) << 20; break;
-		case 'e': gen.seed = strtoull(optarg, NULL, 10); break;
-		case 'v': gen.vocab = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'S':
+			if (job_parse_u64(optarg, UINT64_MAX >> 20, &n))
+				return bad_number("--size-mb", optarg);
+			gen.bytes = n << 20;
+			break;
+		case 'e':
+			if (job_parse_u64(optarg, UINT64_MAX, &gen.seed))
+				return bad_number("--seed", optarg);
+			break;
+		case 'v':
+			if (job_parse_u64(optarg, UINT32_MAX, &n))
+				return bad_number("--vocab", optarg);
+			gen.vocab = (uint32_t)n;
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}

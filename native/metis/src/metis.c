@@ -53,6 +53,10 @@ struct metis_state {
 	size_t chunk;
 	struct metis_worker *workers;
 	pthread_barrier_t barrier;
+	/* Workers wait here until every one exists: 1 go, -1 give up (a thread could not be made). */
+	pthread_mutex_t gate_lock;
+	pthread_cond_t gate_cond;
+	int gate;
 	_Atomic size_t next_chunk;
 	_Atomic unsigned next_task;
 	struct run *runs, *merged;	/* merge rounds read runs and write merged, then swap */
@@ -398,6 +402,14 @@ static void *worker_main(void *arg)
 	if (sched_setaffinity(0, sizeof(set), &set))
 		w->err = errno;
 
+	pthread_mutex_lock(&st->gate_lock);
+	while (!st->gate)
+		pthread_cond_wait(&st->gate_cond, &st->gate_lock);
+	int gate = st->gate;
+	pthread_mutex_unlock(&st->gate_lock);
+	if (gate < 0)
+		return NULL;
+
 	pthread_barrier_wait(&st->barrier);
 	if (w->id == 0)
 		st->t_map = now_s();
@@ -488,18 +500,24 @@ int metis_run(const struct metis_job *job, struct metis_result *out, struct meti
 	struct rusage before, after;
 	getrusage(RUSAGE_SELF, &before);
 	pthread_barrier_init(&st->barrier, NULL, st->nworkers);
+	pthread_mutex_init(&st->gate_lock, NULL);
+	pthread_cond_init(&st->gate_cond, NULL);
+	st->gate = 0;
 	unsigned started = 0;
 	for (; started < st->nworkers; started++) {
 		starts[started] = (struct worker_start){ .w = &st->workers[started], .cpu = job->cpus[started] };
 		if ((err = pthread_create(&threads[started], NULL, worker_main, &starts[started])))
 			break;
 	}
-	if (started < st->nworkers) {
-		/* The barrier counts every worker: without all of them nobody would pass it. Not recoverable. */
-		abort();
-	}
-	for (unsigned i = 0; i < st->nworkers; i++)
+	/* The barrier counts every worker: without all of them nobody could pass it, so all go or none. */
+	pthread_mutex_lock(&st->gate_lock);
+	st->gate = started == st->nworkers ? 1 : -1;
+	pthread_cond_broadcast(&st->gate_cond);
+	pthread_mutex_unlock(&st->gate_lock);
+	for (unsigned i = 0; i < started; i++)
 		pthread_join(threads[i], NULL);
+	pthread_cond_destroy(&st->gate_cond);
+	pthread_mutex_destroy(&st->gate_lock);
 	double end = now_s();
 	getrusage(RUSAGE_SELF, &after);
 	pthread_barrier_destroy(&st->barrier);

@@ -35,6 +35,9 @@ expect_failure "empty input" "input is empty" "$bin" --app invindex --input "$sc
 expect_failure "a directory" "not a file" "$bin" --app invindex --input "$scratch" --cpus 0 --output "$scratch/out"
 expect_failure "unknown app" "unknown app" "$bin" --app grep --input "$scratch/empty" --cpus 0
 expect_failure "bad CPU list" "bad CPU list" "$bin" --app wordcount --input "$scratch/empty" --cpus 0-x
+expect_failure "bad partitions" "--partitions needs a whole number" "$bin" --app invindex --input "$scratch/empty" --cpus 0 --partitions 4x
+expect_failure "negative vocab" "--vocab needs a whole number" "$bin" --generate "$scratch/gen" --size-mb 1 --vocab -5
+expect_failure "huge size" "--size-mb needs a whole number" "$bin" --generate "$scratch/gen" --size-mb 99999999999999999999
 # A full disk: a 64 KB tmpfs cannot hold the index, and nothing may be left that looks like a result.
 if mkdir -p "$scratch/small" && mount -t tmpfs -o size=64k tmpfs "$scratch/small" 2>/dev/null; then
     "$bin" --generate "$scratch/in" --size-mb 1 --seed 3 >/dev/null

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,7 +103,15 @@ static int cmd_index(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 'd': opt.dblim = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'd': {
+			uint64_t n;
+			if (job_parse_u64(optarg, UINT_MAX, &n) || n == 0) {
+				fprintf(stderr, "mosbench-psearchy: --dblim needs a whole number from 1, not '%s'\n", optarg);
+				return 2;
+			}
+			opt.dblim = (unsigned)n;
+			break;
+		}
 		case 'r': result = optarg; break;
 		case 'w': wait_signal = 1; break;
 		case 'h': usage(stdout); return 0;

@@ -21,6 +21,7 @@
 #include "scale/cpu.h"
 
 #include <stdatomic.h>
+#include <stddef.h>
 
 struct shared_counter {
 	SCALE_ALIGNED _Atomic long value;
@@ -47,12 +48,20 @@ struct sloppy_slot {
  * decrement returns them to the local spares; spares above threshold go back to central (down to half
  * the threshold, so a core hovering at the threshold does not touch central on every decrement).
  */
+/*
+ * The fields every increment and decrement reads come first; central, written whenever a slot runs
+ * dry or overflows, has a line of its own, so those writes do not evict the read-mostly line from
+ * every other core (the layout falseshare.h measures).
+ */
 struct sloppy_counter {
-	SCALE_ALIGNED _Atomic long central;
 	long threshold;
 	unsigned nr_slots;
 	struct sloppy_slot *slots;
+	SCALE_ALIGNED _Atomic long central;
 };
+_Static_assert(offsetof(struct sloppy_counter, central) / SCALE_LINE !=
+		       offsetof(struct sloppy_counter, slots) / SCALE_LINE,
+	       "central must not share a line with the read-mostly fields");
 
 /* Returns 0 or ENOMEM. threshold >= 1: spare references a slot may keep. */
 int sloppy_counter_init(struct sloppy_counter *c, long initial, long threshold);
@@ -94,12 +103,15 @@ struct pcpu_slot {
 	SCALE_ALIGNED _Atomic long delta;
 };
 
+/* Read-mostly fields first, the shared count on a line of its own (see struct sloppy_counter). */
 struct pcpu_counter {
-	SCALE_ALIGNED _Atomic long count;
 	long batch;
 	unsigned nr_slots;
 	struct pcpu_slot *slots;
+	SCALE_ALIGNED _Atomic long count;
 };
+_Static_assert(offsetof(struct pcpu_counter, count) / SCALE_LINE != offsetof(struct pcpu_counter, slots) / SCALE_LINE,
+	       "count must not share a line with the read-mostly fields");
 
 /* batch <= 0 picks Linux's default: max(32, 2 x CPUs). Returns 0 or ENOMEM. */
 int pcpu_counter_init(struct pcpu_counter *c, long initial, long batch);

@@ -10,8 +10,8 @@
  * Every process below the supervisor also has PR_SET_PDEATHSIG, so a killed supervisor leaves none.
  *
  * With --counters PATH the counter region is a file the mosbench harness maps to read the per-task
- * counters whenever it samples; the runner then just runs until SIGTERM/SIGINT or --timeout. Without
- * it the runner samples by itself once a second, warms up, and prints a SUMMARY line.
+ * counters whenever it samples; the driver then just runs until SIGTERM/SIGINT or --timeout. Without
+ * it the driver samples by itself once a second, warms up, and prints a SUMMARY line.
  */
 #include "micro.h"
 
@@ -66,7 +66,7 @@ _Static_assert(sizeof(struct micro_header) <= SLOTS_OFFSET, "header overlaps the
 extern const struct micro_test *const __start_micro_tests[];
 extern const struct micro_test *const __stop_micro_tests[];
 
-struct runner {
+struct driver {
 	const struct micro_test *test;
 	enum micro_mode mode;
 	int *cpus;
@@ -83,7 +83,7 @@ struct runner {
 };
 
 /* The task-side view of the run; set once in the host before tasks start, read-only afterwards. */
-static const struct runner *host_run;
+static const struct driver *host_run;
 static volatile sig_atomic_t stop_requested;
 
 static void on_stop_signal(int sig)
@@ -150,7 +150,7 @@ long micro_param(const char *name, long def)
 	return def;
 }
 
-static int add_param(struct runner *r, const char *arg)
+static int add_param(struct driver *r, const char *arg)
 {
 	const char *eq = strchr(arg, '=');
 	char *end;
@@ -266,7 +266,7 @@ int micro_spawn_partner(struct micro_task *t, void (*fn)(void *arg), void *arg)
 	return 0;
 }
 
-static void task_main(const struct runner *r, unsigned nr)
+static void task_main(const struct driver *r, unsigned nr)
 {
 	struct micro_task t = {
 		.nr = nr,
@@ -296,7 +296,7 @@ static void *task_thread(void *p)
 	return NULL;
 }
 
-static _Noreturn void host_main(const struct runner *r)
+static _Noreturn void host_main(const struct driver *r)
 {
 	host_run = r;
 	if (r->test->prepare) {
@@ -410,7 +410,7 @@ static int make_workdir(char *out, size_t len, const char *parent)
 
 int main(int argc, char **argv)
 {
-	struct runner r = { .mode = MICRO_PROCS };
+	struct driver r = { .mode = MICRO_PROCS };
 	const char *test_name = NULL, *cpus = NULL, *counters = NULL, *workdir_parent = NULL;
 	double warmup = 1, duration = 5, timeout = 3600;
 	bool standalone;

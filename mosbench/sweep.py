@@ -2,7 +2,12 @@
 
 Stopping is always complete: whatever ends the run (the last point, an error, Ctrl-C, SIGTERM), the
 finally blocks stop the point's processes, remove its cgroups, bring offlined CPUs back and mark the
-run complete or incomplete. The journal covers the one case they cannot: the harness itself killed.
+run complete or incomplete. The journal and its guardian cover the one case they cannot: the harness
+itself killed.
+
+A point's workload runs in one group; its load generator, when it has one, always in a group of its
+own, also when it must share the measured CPUs, so the server's CPU time and the client's are
+accounted apart.
 """
 
 from __future__ import annotations
@@ -19,13 +24,13 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from mosbench import accounting, cpulist, placement, workloads
+from mosbench import accounting, cpulist, guardian, placement, workloads
 from mosbench.errors import PointFailed
 from mosbench.isolation import Group, Isolator
 from mosbench.journal import SCRATCH_PREFIX, Journal
 from mosbench.plan import Plan, PointKey
 from mosbench.processes import Launcher
-from mosbench.report.table import si
+from mosbench.report.rows import si
 from mosbench.store import Store, now
 from mosbench.topology import Topology
 from mosbench.workloads.base import Instance, PointContext, RunContext, Workload
@@ -57,7 +62,7 @@ def _raise_terminated(signum: int, _frame: Any) -> None:
     raise _Terminated(signal.Signals(signum).name)
 
 
-class Runner:
+class Sweep:
     def __init__(self, store: Store, plan: Plan, topo: Topology, console: Console | None = None,
                  cache: Path | None = None):
         self.store = store
@@ -72,7 +77,10 @@ class Runner:
                 if (k.workload, k.test, k.variant, k.cores, k.trial) not in (skip or set())]
         old_handlers = {s: signal.signal(s, _raise_terminated) for s in (signal.SIGTERM, signal.SIGHUP)}
         journal = Journal()
+        journal.set_run(self.store.url, run_id)
+        guardian.start(journal.path)
         isolator: Isolator | None = None
+        setup_group: Group | None = None
         scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{run_id}-", dir=_scratch_parent()))
         journal.add_dir(scratch)
         launcher = Launcher(journal, scratch / "logs")
@@ -81,9 +89,12 @@ class Runner:
         set_up: list[tuple[Workload, RunContext]] = []
         try:
             isolator = Isolator(self.plan.isolation, journal)
-            self.console.print(f"[dim]isolation: {isolator.description}; scratch: {scratch}[/dim]")
+            self.console.print(f"isolation: {isolator.description}; scratch: {scratch}", style="dim",
+                               markup=False, soft_wrap=True)
+            setup_group = isolator.group("setup", tuple(c.id for c in self.topo.cpus))
             for wname, w in self.workloads.items():
-                ctx = RunContext(scratch / wname, self.cache / wname, self.plan.params.get(wname, {}))
+                ctx = RunContext(scratch / wname, self.cache / wname, self.plan.params.get(wname, {}),
+                                 launcher, setup_group)
                 ctx.scratch.mkdir(parents=True, exist_ok=True)
                 ctx.cache.mkdir(parents=True, exist_ok=True)
                 set_up.append((w, ctx))
@@ -97,7 +108,9 @@ class Runner:
                     self.store.add_point(run_id, **values)
                     measured += 1
                     failed += values["status"] == "failed"
-                    progress.console.print(_describe(key, values))
+                    progress.console.print(_describe(key, values, self.workloads[key.workload]), soft_wrap=True,
+                                           markup=False, highlight=False,
+                                           style=None if values["status"] == "ok" else "red")
                     progress.advance(task)
             status = "complete"
         finally:
@@ -105,13 +118,17 @@ class Runner:
             for w, ctx in reversed(set_up):
                 with contextlib.suppress(Exception):
                     w.teardown(ctx)
+            launcher.stop_all()
             if isolator is not None:
+                if setup_group is not None:
+                    isolator.release(setup_group)
                 isolator.close()
             shutil.rmtree(scratch, ignore_errors=True)
             journal.remove_dir(scratch)
+            self.store.finish_run(run_id, status)
+            journal.set_run(None, None)
             if not any(journal.data[k] for k in ("cgroups", "offlined", "procs", "dirs")):
                 journal.close()
-            self.store.finish_run(run_id, status)
             for s, h in old_handlers.items():
                 signal.signal(s, h)
         return Outcome(status, measured, failed)
@@ -144,15 +161,16 @@ class Runner:
             groups.append(group)
             load_group = None
             if a.loadgen_cpus:
-                load_group = group if a.loadgen_shared else isolator.group("load", a.loadgen_cpus)
-                if load_group is not group:
-                    groups.append(load_group)
+                # Its own group even on the measured CPUs: the client's CPU time is never the server's.
+                load_group = isolator.group("load", a.loadgen_cpus)
+                groups.append(load_group)
             ctx = PointContext(run_ctx, key.test, key.variant, a.cpus, group, a.loadgen_cpus, load_group,
                                launcher, point_scratch,
                                JOB_LIMIT + STOP_MARGIN if w.kind == "job" else
                                self.plan.warmup + self.plan.duration + STOP_MARGIN)
             instance = w.start(ctx)
-            values.update(self._window(w, instance, group, a.cpus))
+            values.update(measure(instance, w.kind, Window(self.plan.warmup, self.plan.duration, self.plan.interval),
+                                  group, a.cpus, load_group))
             values["metrics"] = {**values.get("metrics", {}), **instance.stop()}
             values["status"] = "ok"
         except PointFailed as e:
@@ -170,88 +188,112 @@ class Runner:
             shutil.rmtree(point_scratch, ignore_errors=True)
         return values
 
-    def _window(self, w: Workload, inst: Instance, group: Group, cpus: tuple[int, ...]) -> dict[str, Any]:
-        plan = self.plan
-        interval = plan.interval
-        samples: list[dict[str, Any]] = []
-        prev = {"t": time.monotonic(), "s": inst.sample(), "stat": accounting.read_proc_stat() if interval else None}
-        origin = {"t": prev["t"]}
 
-        def tick(phase: str) -> None:
-            inst.check()
-            if not interval:
-                return
-            s, t, stat = inst.sample(), time.monotonic(), accounting.read_proc_stat()
-            dt = t - prev["t"]
-            if dt > 0:
-                per_task = None
-                if s.per_task and prev["s"].per_task:
-                    per_task = [round((a - b) / dt, 1) for a, b in zip(s.per_task, prev["s"].per_task, strict=False)]
-                samples.append({
-                    "t": round(t - origin["t"], 3), "phase": phase, "rate": (s.work - prev["s"].work) / dt,
-                    "busy": round(accounting.usage(prev["stat"], stat, cpus).busy_fraction, 4),
-                    "per_task": per_task,
-                })
-            prev.update(t=t, s=s, stat=stat)
+@dataclass(frozen=True)
+class Window:
+    warmup: float  # seconds before the window (window workloads only: a job starts with its window)
+    duration: float  # the window (window workloads); a job's window is the job
+    interval: float  # sampling period; 0 reads only the window's ends
+    job_limit: float = JOB_LIMIT
 
-        def run_until(deadline: float, phase: str, done=None) -> None:
-            step = interval or 1.0
-            next_tick = time.monotonic() + step
-            while (now_t := time.monotonic()) < deadline:
-                if done is not None:
-                    # A job's end is looked for every 10 ms, so its time is not rounded up to a sample.
-                    if done():
-                        return
-                    time.sleep(min(JOB_POLL, deadline - now_t))
-                    if time.monotonic() >= next_tick:
-                        tick(phase)
-                        next_tick += step
-                else:
-                    time.sleep(min(step, deadline - now_t))
-                    tick(phase)
 
-        if w.kind == "window":
-            run_until(time.monotonic() + plan.warmup, "warmup")
-        stat0, cg0 = accounting.read_proc_stat(), group.cpu_seconds()
-        s0, t0 = inst.sample(), time.monotonic()
-        if w.kind == "job":
-            inst.begin()
-        for sample in samples:  # warm-up samples are kept at negative times: the window starts at 0
-            sample["t"] = round(sample["t"] - (t0 - origin["t"]), 3)
-        origin["t"] = t0
-        if w.kind == "window":
-            run_until(t0 + plan.duration, "window")
-        else:
-            run_until(t0 + JOB_LIMIT, "window", lambda: inst.finished)
-            if not inst.finished:
-                raise PointFailed(f"job did not finish within {JOB_LIMIT:.0f} s")
-        s1, t1 = inst.sample(), time.monotonic()
-        stat1, cg1 = accounting.read_proc_stat(), group.cpu_seconds()
+def measure(inst: Instance, kind: str, win: Window, group: Group, cpus: tuple[int, ...],
+            load_group: Group | None = None) -> dict[str, Any]:
+    """Warms up, measures one window (or one job) and returns the point's values.
+
+    Samples are kept with their times relative to the window's start, warm-up ones negative. A job is
+    asked every 10 ms whether it is done, so its time is not rounded up to a sample.
+    """
+    interval = win.interval
+    samples: list[dict[str, Any]] = []
+    prev = {"t": time.monotonic(), "s": inst.sample(), "stat": accounting.read_proc_stat() if interval else None}
+    origin = {"t": prev["t"]}
+
+    def tick(phase: str) -> None:
         inst.check()
-        work = s1.work - s0.work
-        if work <= 0:
-            raise PointFailed("no work was done during the measurement window")
-        u = accounting.usage(stat0, stat1, cpus)
-        window = t1 - t0
-        values: dict[str, Any] = {
-            "window_s": window, "work": work, "throughput": work / window,
-            "user_s": u.user, "system_s": u.system, "idle_s": u.idle, "steal_s": u.steal, "samples": samples,
-        }
-        if cg0 and cg1:
-            values["cgroup_user_s"] = cg1[0] - cg0[0]
-            values["cgroup_system_s"] = cg1[1] - cg0[1]
-        if s1.per_task and s0.per_task:
-            per_task = [(a - b) / window for a, b in zip(s1.per_task, s0.per_task, strict=False)]
-            values["metrics"] = {"per_task_min": min(per_task), "per_task_max": max(per_task)}
-        return values
+        if not interval:
+            return
+        s, t, stat = inst.sample(), time.monotonic(), accounting.read_proc_stat()
+        dt = t - prev["t"]
+        if dt > 0:
+            per_task = None
+            if s.per_task and prev["s"].per_task:
+                per_task = [round((a - b) / dt, 1) for a, b in zip(s.per_task, prev["s"].per_task, strict=False)]
+            samples.append({
+                "t": round(t - origin["t"], 3), "phase": phase, "rate": (s.work - prev["s"].work) / dt,
+                "busy": round(accounting.usage(prev["stat"], stat, cpus).busy_fraction, 4),
+                "per_task": per_task,
+            })
+        prev.update(t=t, s=s, stat=stat)
+
+    def run_until(deadline: float, phase: str, done=None) -> None:
+        step = interval or 1.0
+        next_tick = time.monotonic() + step
+        while (now_t := time.monotonic()) < deadline:
+            if done is not None:
+                if done():
+                    return
+                time.sleep(min(JOB_POLL, deadline - now_t))
+                if time.monotonic() >= next_tick:
+                    tick(phase)
+                    next_tick += step
+            else:
+                time.sleep(min(step, deadline - now_t))
+                tick(phase)
+
+    if kind == "window":
+        run_until(time.monotonic() + win.warmup, "warmup")
+    stat0, cg0 = accounting.read_proc_stat(), group.cpu_seconds()
+    lg0 = load_group.cpu_seconds() if load_group else None
+    s0, t0 = inst.sample(), time.monotonic()
+    if kind == "job":
+        inst.begin()
+    for sample in samples:  # warm-up samples are kept at negative times: the window starts at 0
+        sample["t"] = round(sample["t"] - (t0 - origin["t"]), 3)
+    origin["t"] = t0
+    if kind == "window":
+        run_until(t0 + win.duration, "window")
+    else:
+        run_until(t0 + win.job_limit, "window", lambda: inst.finished)
+        if not inst.finished:
+            raise PointFailed(f"job did not finish within {win.job_limit:.0f} s")
+    s1, t1 = inst.sample(), time.monotonic()
+    stat1, cg1 = accounting.read_proc_stat(), group.cpu_seconds()
+    lg1 = load_group.cpu_seconds() if load_group else None
+    inst.check()
+    work = s1.work - s0.work
+    if work <= 0:
+        raise PointFailed("no work was done during the measurement window")
+    u = accounting.usage(stat0, stat1, cpus)
+    window = t1 - t0
+    values: dict[str, Any] = {
+        "window_s": window, "work": work, "throughput": work / window,
+        "user_s": u.user, "system_s": u.system, "idle_s": u.idle, "steal_s": u.steal, "samples": samples,
+    }
+    if cg0 and cg1:
+        values["cgroup_user_s"] = cg1[0] - cg0[0]
+        values["cgroup_system_s"] = cg1[1] - cg0[1]
+    if lg0 and lg1:
+        values["loadgen_user_s"] = lg1[0] - lg0[0]
+        values["loadgen_system_s"] = lg1[1] - lg0[1]
+    if s1.per_task and s0.per_task:
+        per_task = [(a - b) / window for a, b in zip(s1.per_task, s0.per_task, strict=False)]
+        values["metrics"] = {"per_task_min": min(per_task), "per_task_max": max(per_task)}
+    return values
 
 
-def _describe(key: PointKey, v: dict[str, Any]) -> str:
+def _describe(key: PointKey, v: dict[str, Any], w: Workload) -> str:
+    """One line per point, plain text (it must not be read as markup nor wrap mid-line in a log)."""
     if v["status"] != "ok":
-        return f"[red]✗ {key.label()}: {v['reason']}[/red]"
+        return f"✗ {key.label()}: {v['reason']}"
     per_core = v["throughput"] / key.cores
-    user = accounting.per_unit_us(v["user_s"], v["work"])
-    system = accounting.per_unit_us(v["system_s"], v["work"])
-    idle = v["idle_s"] / max(v["user_s"] + v["system_s"] + v["idle_s"], 1e-9)
-    return (f"✓ {key.label()} [dim]cpus {v['cpus']}[/dim]: {si(v['throughput'])} {v['unit']}/s, "
-            f"{si(per_core)}/s/core, user {user:.3g} µs, sys {system:.3g} µs per {v['unit']}, idle {idle:.0%}")
+    if w.kind == "job":
+        speed = f"{v['window_s']:.3g} s per {v['unit']}"
+        cpu = f"user {v['user_s'] / v['work']:.3g} s, sys {v['system_s'] / v['work']:.3g} s"
+    else:
+        speed = f"{si(v['throughput'])} {v['unit']}/s, {si(per_core)}/s/core"
+        cpu = (f"user {accounting.per_unit_us(v['user_s'], v['work']):.3g} µs, "
+               f"sys {accounting.per_unit_us(v['system_s'], v['work']):.3g} µs")
+    _, idle, steal = accounting.shares(v["user_s"], v["system_s"], v["idle_s"], v["steal_s"])
+    stolen = f", steal {steal:.0%}" if steal >= 0.005 else ""
+    return f"✓ {key.label()} cpus {v['cpus']}: {speed}, {cpu} per {v['unit']}, idle {idle:.0%}{stolen}"

@@ -1,0 +1,169 @@
+"""The report's tables as data: built once here, rendered to the terminal (table.py) and to HTML.
+
+A table is columns and rows of text with a style per row or cell ("failed", or a scalability grade);
+each renderer maps a style to its own colour. Columns marked `wide` hold long text (the workload's own
+metrics) that the HTML report shows and an 80-column terminal leaves out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mosbench.analysis import Series, group_by_test, rate_scale
+
+
+def si(x: float | None, digits: int = 3) -> str:
+    """1234567 → 1.23M: throughputs span nine orders of magnitude across workloads."""
+    if x is None:
+        return "–"
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= scale:
+            return f"{x / scale:.{digits}g}{unit}"
+    return f"{x:.{digits}g}"
+
+
+def rate(per_s: float, s: Series) -> str:
+    """A per-second throughput in the series' own time base: "9.76M/s", or "1.18k/h" for jobs."""
+    factor, per = rate_scale(s)
+    return si(per_s * factor) + ("/h" if per == "hour" else "/s")
+
+
+def grade(ratio: float) -> str:
+    """A scalability ratio in words: good from 0.9 (near perfect), poor below 0.5 (half lost)."""
+    return "good" if ratio >= 0.9 else "fair" if ratio >= 0.5 else "poor"
+
+
+def cpu_unit(s: Series) -> tuple[float, str]:
+    """CPU time per unit of work is µs for operations; a job's reads in seconds."""
+    return (1e-6, "s") if s.kind == "job" else (1.0, "µs")
+
+
+def _num(x: float | None, scale: float = 1.0) -> str:
+    return "–" if x is None else f"{x * scale:.3g}"
+
+
+def _share(x: float | None) -> str:
+    return "–" if x is None else f"{x:.0%}"
+
+
+@dataclass(frozen=True)
+class Column:
+    title: str
+    left: bool = False  # text columns; numbers are right-aligned
+    wraps: bool = False  # long text folds (CPU lists, reasons); numbers are never cut
+    wide: bool = False  # HTML only
+
+
+@dataclass
+class Row:
+    cells: list[str]
+    style: str | None = None  # for the whole row: "failed"
+    cell_styles: dict[int, str] = field(default_factory=dict)  # per cell: "good", "fair", "poor", "failed"
+
+
+@dataclass
+class TableModel:
+    title: str
+    columns: list[Column]
+    rows: list[Row] = field(default_factory=list)
+    breaks: set[int] = field(default_factory=set)  # a divider after these row indexes
+
+    def add(self, cells: list[str], style: str | None = None, cell_styles: dict[int, str] | None = None) -> None:
+        self.rows.append(Row(cells, style, cell_styles or {}))
+
+    def column(self, title: str) -> list[str]:
+        i = [c.title for c in self.columns].index(title)
+        return [r.cells[i] for r in self.rows]
+
+
+def cell_tables(series: list[Series]) -> list[TableModel]:
+    """Per test, every (variant, cores): best/median/spread per core, CPU time per unit, idle and steal.
+
+    Where a load generator ran, the server's CPU time is its own group's and the client's is shown
+    beside it: each per unit of the server's work.
+    """
+    tables = []
+    for name, group in group_by_test(series).items():
+        first = group[0]
+        factor, per = rate_scale(first)
+        cpu_scale, cpu_name = cpu_unit(first)
+        any_failed = any(c.failed for s in group for c in s.cells.values())
+        any_client = any(c.loadgen for s in group for c in s.cells.values())
+        cols = [Column("variant", left=True), Column("cores"), Column("cpus", left=True, wraps=True)]
+        if any_client:
+            cols.append(Column("client cpus", left=True, wraps=True))
+        cols += [Column(f"best /{per}/core"), Column("median"), Column("min–max"), Column("n"),
+                 Column(f"user {cpu_name}"), Column(f"sys {cpu_name}")]
+        if any_client:
+            cols += [Column(f"client user {cpu_name}"), Column(f"client sys {cpu_name}")]
+        cols += [Column("idle"), Column("steal")]
+        if any_failed:
+            cols.append(Column("failed", left=True, wraps=True))
+        cols.append(Column("workload's own (best trial)", left=True, wraps=True, wide=True))
+        t = TableModel(f"{name}: {first.unit}/{per}/core, CPU {cpu_name} per {first.unit}", cols)
+        for s in group:
+            for cores, c in sorted(s.cells.items()):
+                spread = f"{si(min(c.per_core) * factor)}–{si(max(c.per_core) * factor)}" if c.per_core else "–"
+                row = [s.variant, str(cores), c.cpus]
+                if any_client:
+                    row.append((c.loadgen or "") + (" (shared)" if c.loadgen and c.loadgen_shared else ""))
+                row += [si(c.best and c.best * factor), si(c.median and c.median * factor), spread,
+                        str(len(c.per_core)), _num(c.user, cpu_scale), _num(c.system, cpu_scale)]
+                if any_client:
+                    row += [_num(c.client_user, cpu_scale), _num(c.client_system, cpu_scale)]
+                row += [_share(c.idle_fraction), _share(c.steal_fraction)]
+                if any_failed:
+                    row.append(f"{len(c.failed)}: {c.failed[-1]}" if c.failed else "")
+                row.append(metrics_text(c.best_metrics))
+                t.add(row, style="failed" if c.failed and not c.per_core else None)
+            t.breaks.add(len(t.rows) - 1)
+        tables.append(t)
+    return tables
+
+
+HIDDEN_METRICS = {"driver_pid"}
+
+
+def metrics_text(m: dict) -> str:
+    """The workload's own measurements, compact: page faults, phase times, bytes per second."""
+    parts = []
+    for k, v in m.items():
+        if k in HIDDEN_METRICS:
+            continue
+        text = si(v) if isinstance(v, int | float) and not isinstance(v, bool) else str(v)
+        parts.append(f"{k}={text}")
+    return ", ".join(parts)
+
+
+def summary_table(series: list[Series]) -> TableModel:
+    """Figure 3 in numbers: per-core throughput at the most cores relative to one core."""
+    t = TableModel("Per-core throughput at the most cores relative to one core (1.0 = perfect scaling)",
+                   [Column("test", left=True), Column("variant", left=True), Column("unit", left=True),
+                    Column("1 core"), Column("at cores"), Column("per core"), Column("ratio")])
+    for s in series:
+        ratio = s.scalability()
+        cells = s.ok_cells()
+        if ratio is None:
+            one = rate(cells[0].best, s) if cells and cells[0].cores == 1 else "–"
+            t.add([s.name, s.variant, s.unit, one, "–", "–", "needs 1 core and another count"])
+            continue
+        value, at = ratio
+        t.add([s.name, s.variant, s.unit, rate(cells[0].best, s), str(at), rate(cells[-1].best, s), f"{value:.2f}"],
+              cell_styles={6: grade(value)})
+    return t
+
+
+def lock_model_table(fits: dict, up_to: int) -> TableModel:
+    """Each lock's fitted model: its parameters, fit error, and predicted per-core throughput."""
+    measured = max((max(f.cores) for f in fits.values() if f.cores), default=1)
+    counts = sorted({1, measured, 48, up_to} - ({48} if up_to < 48 else set()))
+    t = TableModel("Lock model: acquisitions/s/core at each core count",
+                   [Column("lock", left=True), Column("model", left=True), Column("s ns"), Column("c ns"),
+                    Column("fit err"), *(Column(f"{n} cores") for n in counts), Column("collapse"),
+                    Column("note", left=True, wraps=True, wide=True)])
+    for name, f in fits.items():
+        p = f.params
+        knee = p.collapse(up_to)
+        t.add([name, p.kind, f"{p.s:.0f}", f"{p.c:.1f}", f"{f.rms_log_error:.1%}" if f.cores else "–",
+               *(si(p.per_core(n)) for n in counts), f"at {knee}" if knee else "none", f.note or ""])
+    return t
