@@ -80,7 +80,6 @@ class Sweep:
         journal.set_run(self.store.url, run_id)
         guardian.start(journal.path)
         isolator: Isolator | None = None
-        setup_group: Group | None = None
         scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{run_id}-", dir=_scratch_parent()))
         journal.add_dir(scratch)
         launcher = Launcher(journal, scratch / "logs")
@@ -118,11 +117,8 @@ class Sweep:
             for w, ctx in reversed(set_up):
                 with contextlib.suppress(Exception):
                     w.teardown(ctx)
-            launcher.stop_all()
             if isolator is not None:
-                if setup_group is not None:
-                    isolator.release(setup_group)
-                isolator.close()
+                isolator.close()  # every group it made, the setup group too
             shutil.rmtree(scratch, ignore_errors=True)
             journal.remove_dir(scratch)
             self.store.finish_run(run_id, status)

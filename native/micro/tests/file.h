@@ -4,7 +4,7 @@
  *   "Same file"                 one file made once, opened by every task (separate open file
  *                               descriptions of one inode);
  *   "Same file, different offsets"  that file with a page of its own per task.
- * The task's descriptor is kept in t->priv.
+ * The task's descriptor and the offset it works at (0, or its own page) are kept in t->priv.
  */
 #ifndef MOSBENCH_MICRO_FILE_H
 #define MOSBENCH_MICRO_FILE_H
@@ -13,19 +13,36 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #define FILE_BLOCK 4096
 #define FILE_SHARED_NAME "same"
 
+struct file_task {
+	int fd;
+	off_t offset;
+};
+
 static inline int file_fd(const struct micro_task *t)
 {
-	return (int)(intptr_t)t->priv;
+	return ((const struct file_task *)t->priv)->fd;
+}
+
+static inline off_t file_offset(const struct micro_task *t)
+{
+	return ((const struct file_task *)t->priv)->offset;
 }
 
 static inline int file_keep(struct micro_task *t, int fd)
 {
-	t->priv = (void *)(intptr_t)fd;
+	struct file_task *f = malloc(sizeof(*f));
+	if (!f) {
+		close(fd);
+		return ENOMEM;
+	}
+	*f = (struct file_task){ fd, 0 };
+	t->priv = f;
 	return 0;
 }
 
@@ -62,10 +79,6 @@ static inline int file_shared_make_per_task(const char *workdir, unsigned ntasks
 	return file_shared_make(workdir, (size_t)getpagesize() * ntasks);
 }
 
-static inline off_t file_task_offset(const struct micro_task *t)
-{
-	return (off_t)getpagesize() * t->nr;
-}
 
 /* prepare() hooks for the shared forms. */
 static inline int file_prepare_block(void *shared, const char *workdir, unsigned ntasks)
@@ -100,6 +113,25 @@ static inline int file_init_shared_rdwr(struct micro_task *t)
 static inline int file_init_shared_rdonly(struct micro_task *t)
 {
 	return file_shared_open(t, O_RDONLY);
+}
+
+/* The shared file at the task's own page: the "different offsets" tests. */
+static inline int file_init_own_page(struct micro_task *t, int flags)
+{
+	int err = file_shared_open(t, flags);
+	if (!err)
+		((struct file_task *)t->priv)->offset = (off_t)getpagesize() * t->nr;
+	return err;
+}
+
+static inline int file_init_own_page_rdwr(struct micro_task *t)
+{
+	return file_init_own_page(t, O_RDWR);
+}
+
+static inline int file_init_own_page_rdonly(struct micro_task *t)
+{
+	return file_init_own_page(t, O_RDONLY);
 }
 
 #endif

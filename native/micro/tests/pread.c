@@ -1,21 +1,11 @@
 /* pread(2) of one 4 KB block: no file position, so only the inode and the page cache are touched. */
 #include "file.h"
 
-static void run_same_offset(struct micro_task *t)
+static void run(struct micro_task *t)
 {
 	char buf[FILE_BLOCK];
 	int fd = file_fd(t);
-	for (;;) {
-		MICRO_FAIL_ON(t, pread(fd, buf, sizeof(buf), 0) != sizeof(buf), "pread");
-		micro_count(t);
-	}
-}
-
-static void run_own_offset(struct micro_task *t)
-{
-	char buf[FILE_BLOCK];
-	int fd = file_fd(t);
-	off_t offset = file_task_offset(t);
+	off_t offset = file_offset(t);
 	for (;;) {
 		MICRO_FAIL_ON(t, pread(fd, buf, sizeof(buf), offset) != sizeof(buf), "pread");
 		micro_count(t);
@@ -23,8 +13,8 @@ static void run_own_offset(struct micro_task *t)
 }
 
 MICRO_TEST(pread1, .description = "Separate file pread", .init = file_init_private_block,
-	   .run = run_same_offset);
+	   .run = run);
 MICRO_TEST(pread2, .description = "Same file pread to same offset", .prepare = file_prepare_block,
-	   .init = file_init_shared_rdonly, .run = run_same_offset);
+	   .init = file_init_shared_rdonly, .run = run);
 MICRO_TEST(pread3, .description = "Same file pread to different offsets", .prepare = file_prepare_per_task,
-	   .init = file_init_shared_rdonly, .run = run_own_offset);
+	   .init = file_init_own_page_rdonly, .run = run);

@@ -1,21 +1,11 @@
 /* pwrite(2) of one 4 KB block: the inode lock and timestamps without file position traffic. */
 #include "file.h"
 
-static void run_same_offset(struct micro_task *t)
+static void run(struct micro_task *t)
 {
 	char buf[FILE_BLOCK] = { 0 };
 	int fd = file_fd(t);
-	for (;;) {
-		MICRO_FAIL_ON(t, pwrite(fd, buf, sizeof(buf), 0) != sizeof(buf), "pwrite");
-		micro_count(t);
-	}
-}
-
-static void run_own_offset(struct micro_task *t)
-{
-	char buf[FILE_BLOCK] = { 0 };
-	int fd = file_fd(t);
-	off_t offset = file_task_offset(t);
+	off_t offset = file_offset(t);
 	for (;;) {
 		MICRO_FAIL_ON(t, pwrite(fd, buf, sizeof(buf), offset) != sizeof(buf), "pwrite");
 		micro_count(t);
@@ -23,8 +13,8 @@ static void run_own_offset(struct micro_task *t)
 }
 
 MICRO_TEST(pwrite1, .description = "Separate file pwrite", .init = file_init_private_empty,
-	   .run = run_same_offset);
+	   .run = run);
 MICRO_TEST(pwrite2, .description = "Same file pwrite to same offset", .prepare = file_prepare_block,
-	   .init = file_init_shared_rdwr, .run = run_same_offset);
+	   .init = file_init_shared_rdwr, .run = run);
 MICRO_TEST(pwrite3, .description = "Same file pwrite to different offsets", .prepare = file_prepare_per_task,
-	   .init = file_init_shared_rdwr, .run = run_own_offset);
+	   .init = file_init_own_page_rdwr, .run = run);
