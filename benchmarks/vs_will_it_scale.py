@@ -6,7 +6,8 @@ libhwloc-dev) and point --wis at the directory holding its `<test>_processes` an
     .venv/bin/python benchmarks/vs_will_it_scale.py --wis ~/src/will-it-scale --rounds 5
 
 Both tools run with the same task counts, pinned one task per CPU in the same order, with files in
-the same directory (/tmp, will-it-scale's). Each round runs ours and theirs back to back, alternating
+the same directory (/tmp, will-it-scale's), address-space randomisation off (will-it-scale's runtest.py
+uses setarch -R; mosbench-micro turns it off itself). Each round runs ours and theirs back to back, alternating
 which goes first; each measurement skips the warm-up seconds and averages the next seconds of
 per-second counts (will-it-scale prints them as it goes; it is stopped by its process group once
 enough have come). Prints every test's median ops/s for each tool and ours/theirs, with the rounds.
@@ -35,7 +36,8 @@ MODES = {"procs": "processes", "threads": "threads"}
 def theirs(wis: Path, test: str, mode: str, tasks: int, warmup: int, duration: int) -> float:
     """Runs will-it-scale's test until warm-up plus window per-second lines have come; mean of the window."""
     before = set(Path("/tmp").glob("willitscale.*"))
-    proc = subprocess.Popen(["stdbuf", "-oL", str(wis / f"{test}_{MODES[mode]}"), "-t", str(tasks)],
+    # setarch -R: address-space randomisation off, as will-it-scale's runtest.py runs it (ours does it itself).
+    proc = subprocess.Popen(["setarch", "-R", "stdbuf", "-oL", str(wis / f"{test}_{MODES[mode]}"), "-t", str(tasks)],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd="/tmp",
                             start_new_session=True)
     totals: list[int] = []

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -217,6 +218,19 @@ int micro_tmpfile(const char *dir, int flags, int *fd)
 		return errno;
 	unlink(path);
 	return 0;
+}
+
+int micro_fence_mappings(size_t size)
+{
+	size_t page = (size_t)getpagesize();
+	char *spot = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (spot == MAP_FAILED)
+		return errno;
+	munmap(spot, size);
+	void *fence = mmap(spot + size - page, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+			   -1, 0);
+	/* EEXIST: a thread of the same process probed the same spot first and its fence stands there. */
+	return fence == MAP_FAILED && errno != EEXIST ? errno : 0;
 }
 
 struct partner_start {
@@ -408,8 +422,27 @@ static int make_workdir(char *out, size_t len, const char *parent)
 	return mkdtemp(out) ? 0 : errno;
 }
 
+/*
+ * Runs the rest of the program with address-space randomisation off, as will-it-scale's runtest does
+ * (setarch -R): where the heap and mappings land changes brk, mmap and page-fault costs by 10% or more
+ * from one start to the next. One re-exec; if it cannot be had, the run goes on randomised.
+ */
+static void without_aslr(char **argv)
+{
+	int persona = personality(0xffffffff);
+	if (persona < 0 || (persona & ADDR_NO_RANDOMIZE))
+		return;
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0 || personality((unsigned long)persona | ADDR_NO_RANDOMIZE) < 0)
+		return;
+	self[n] = 0;
+	execv(self, argv); /* by its own name, so ps and perf still say mosbench-micro */
+}
+
 int main(int argc, char **argv)
 {
+	without_aslr(argv);
 	struct driver r = { .mode = MICRO_PROCS };
 	const char *test_name = NULL, *cpus = NULL, *counters = NULL, *workdir_parent = NULL;
 	double warmup = 1, duration = 5, timeout = 3600;

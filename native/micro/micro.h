@@ -60,16 +60,29 @@ struct micro_test {
 long micro_param(const char *name, long def);
 
 /* Single writer per counter: a relaxed load and store compile to a plain add, yet stay race-free. */
+static inline void micro_add_to(_Atomic uint64_t *ops, uint64_t n)
+{
+	atomic_store_explicit(ops, atomic_load_explicit(ops, memory_order_relaxed) + n, memory_order_relaxed);
+}
+
 static inline void micro_add(struct micro_task *t, uint64_t n)
 {
-	atomic_store_explicit(t->iterations,
-			      atomic_load_explicit(t->iterations, memory_order_relaxed) + n,
-			      memory_order_relaxed);
+	micro_add_to(t->iterations, n);
 }
 
 static inline void micro_count(struct micro_task *t)
 {
 	micro_add(t, 1);
+}
+
+/*
+ * Loops of user-space calls only (a few ns each) keep the counter's address in a local: through t, the
+ * compiler must reload it after every opaque call, which costs such a loop 5-10% against
+ * will-it-scale's, whose counter pointer is an argument in a register.
+ */
+static inline void micro_inc(_Atomic uint64_t *ops)
+{
+	micro_add_to(ops, 1);
 }
 
 /*
@@ -93,6 +106,14 @@ int micro_make_file(const char *path, size_t size);
  * a killed run leaves nothing behind. Returns 0 and sets *fd, or an errno.
  */
 int micro_tmpfile(const char *dir, int flags, int *fd);
+/*
+ * Puts an inaccessible page where the kernel would place a new mapping of `size` bytes, so that every
+ * such mapping from now on lands just below it and cannot merge with a neighbour. Without it, a
+ * private anonymous mapping placed below glibc's own anonymous pages (the lowest mapping of a small
+ * program) merges into them, and mmap1 measures extending and splitting a VMA, at half the speed of
+ * will-it-scale's, whose larger binary has a library mapping there instead. Returns 0 or an errno.
+ */
+int micro_fence_mappings(size_t size);
 
 #define MICRO_FAIL_ON(t, cond, what)                                        \
 	do {                                                                \

@@ -16,6 +16,9 @@ struct mapping {
 
 static inline int mapping_init(struct micro_task *t, int fd, int flags, size_t size)
 {
+	int err = micro_fence_mappings(size);
+	if (err)
+		return err;
 	struct mapping *m = malloc(sizeof(*m));
 	if (!m)
 		return ENOMEM;

@@ -6,6 +6,7 @@
  */
 #include "../micro.h"
 #include <pthread.h>
+#include <stdint.h>
 
 static pthread_mutex_t program_mutex = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long global_value;
@@ -13,51 +14,56 @@ static _Thread_local unsigned long thread_value;
 
 static void run_contended(struct micro_task *t)
 {
+	_Atomic uint64_t *ops = t->iterations;
 	for (;;) {
 		pthread_mutex_lock(&program_mutex);
 		pthread_mutex_unlock(&program_mutex);
-		micro_count(t);
+		micro_inc(ops);
 	}
 }
 
 static void run_uncontended(struct micro_task *t)
 {
+	_Atomic uint64_t *ops = t->iterations;
 	pthread_mutex_t own = PTHREAD_MUTEX_INITIALIZER;
 	for (;;) {
 		pthread_mutex_lock(&own);
 		pthread_mutex_unlock(&own);
-		micro_count(t);
+		micro_inc(ops);
 	}
 }
 
 static void run_global_update(struct micro_task *t)
 {
+	_Atomic uint64_t *ops = t->iterations;
 	for (;;) {
 		pthread_mutex_lock(&program_mutex);
 		global_value++;
 		pthread_mutex_unlock(&program_mutex);
-		micro_count(t);
+		micro_inc(ops);
 	}
 }
 
 static void run_local_update(struct micro_task *t)
 {
+	_Atomic uint64_t *ops = t->iterations;
 	volatile unsigned long local = 0; /* in memory, as will-it-scale's alloca'd value */
 	for (;;) {
 		pthread_mutex_lock(&program_mutex);
 		local++;
 		pthread_mutex_unlock(&program_mutex);
-		micro_count(t);
+		micro_inc(ops);
 	}
 }
 
 static void run_tls_update(struct micro_task *t)
 {
+	_Atomic uint64_t *ops = t->iterations;
 	for (;;) {
 		pthread_mutex_lock(&program_mutex);
 		thread_value++;
 		pthread_mutex_unlock(&program_mutex);
-		micro_count(t);
+		micro_inc(ops);
 	}
 }
 

@@ -1,0 +1,40 @@
+"""micro's own pieces: the filesystem its files are on, and a driver that runs as will-it-scale's does."""
+
+import subprocess
+import time
+from pathlib import Path
+
+from mosbench import native
+from mosbench.workloads.micro import filesystem_type
+from tests.conftest import needs_native
+
+MOUNTINFO = """\
+22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw
+23 22 0:21 / /dev/shm rw,nosuid,nodev shared:2 - tmpfs tmpfs rw
+24 22 0:22 / /tmp/with\\040space rw shared:3 - xfs /dev/vdb rw
+25 22 0:23 / /tmpfs-not-tmp rw shared:4 - tmpfs tmpfs rw
+"""
+
+
+def test_filesystem_type_is_the_longest_mount_holding_the_path():
+    assert filesystem_type(Path("/tmp"), MOUNTINFO) == "ext4"
+    assert filesystem_type(Path("/dev/shm"), MOUNTINFO) == "tmpfs"
+    assert filesystem_type(Path("/dev/shm/a/b"), MOUNTINFO) == "tmpfs"
+    assert filesystem_type(Path("/tmp/with space/x"), MOUNTINFO) == "xfs"
+    assert filesystem_type(Path("/tmpfs-not-tmp"), MOUNTINFO) == "tmpfs"
+    assert filesystem_type(Path("/tmpfs"), MOUNTINFO) == "ext4"  # a prefix of a mount point is not inside it
+    assert filesystem_type(Path("/"), "") == "unknown"
+
+
+@needs_native
+def test_the_driver_runs_without_address_randomisation():
+    """As will-it-scale's runtest (setarch -R): brk, mmap and fault costs otherwise move between starts."""
+    proc = subprocess.Popen([str(native.binary("mosbench-micro")), "--test", "getppid1", "--cpus", "0",
+                             "--warmup", "0", "--duration", "3"], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.5)
+        persona = int(Path(f"/proc/{proc.pid}/personality").read_text(), 16)
+        assert persona & 0x0040000  # ADDR_NO_RANDOMIZE
+    finally:
+        proc.kill()
+        proc.wait()
