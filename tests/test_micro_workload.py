@@ -27,14 +27,17 @@ def test_filesystem_type_is_the_longest_mount_holding_the_path():
 
 
 @needs_native
-def test_the_driver_runs_without_address_randomisation():
+def test_the_driver_runs_without_address_randomisation(tmp_path):
     """As will-it-scale's runtest (setarch -R): brk, mmap and fault costs otherwise move between starts."""
     proc = subprocess.Popen([str(native.binary("mosbench-micro")), "--test", "getppid1", "--cpus", "0",
-                             "--warmup", "0", "--duration", "3"], stdout=subprocess.DEVNULL)
+                             "--warmup", "0", "--duration", "3", "--workdir", str(tmp_path)],
+                            stdout=subprocess.DEVNULL)
     try:
         time.sleep(0.5)
         persona = int(Path(f"/proc/{proc.pid}/personality").read_text(), 16)
         assert persona & 0x0040000  # ADDR_NO_RANDOMIZE
+        assert Path(f"/proc/{proc.pid}/comm").read_text().strip() == "mosbench-micro"  # re-executed by name
     finally:
-        proc.kill()
-        proc.wait()
+        proc.terminate()  # the driver cleans up its scratch directory on SIGTERM
+        proc.wait(10)
+    assert list(tmp_path.iterdir()) == []
