@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mosbench import workloads
-from mosbench.accounting import shares
+from mosbench.accounting import per_unit_us, shares
 from mosbench.errors import UserError
 from mosbench.workloads.base import Workload
 
@@ -114,7 +114,7 @@ def workload_of(name: str) -> Workload | None:
 
 
 def _per_unit(seconds: float | None, work: float) -> float | None:
-    return None if seconds is None else seconds * 1e6 / work
+    return None if seconds is None else per_unit_us(seconds, work)
 
 
 def build_series(points: list[dict[str, Any]], run_label: str | None = None) -> list[Series]:
@@ -137,8 +137,8 @@ def build_series(points: list[dict[str, Any]], run_label: str | None = None) -> 
             # /proc/stat of the measured CPUs holds the client too where it shares them: the server's
             # own group is the server's time.
             user, system = p["cgroup_user_s"], p["cgroup_system_s"]
-        c.user_us.append(user * 1e6 / work)
-        c.system_us.append(system * 1e6 / work)
+        c.user_us.append(per_unit_us(user, work))
+        c.system_us.append(per_unit_us(system, work))
         c.client_user_us.append(_per_unit(p.get("loadgen_user_s"), work))
         c.client_system_us.append(_per_unit(p.get("loadgen_system_s"), work))
         _, idle, steal = shares(p["user_s"], p["system_s"], p["idle_s"], p.get("steal_s") or 0.0)

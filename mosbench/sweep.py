@@ -33,7 +33,7 @@ from mosbench.processes import Launcher
 from mosbench.report.rows import si
 from mosbench.store import Store, now
 from mosbench.topology import Topology
-from mosbench.workloads.base import Instance, PointContext, RunContext, Workload
+from mosbench.workloads.base import Instance, PointContext, RunContext, Workload, cache_root
 
 # Seconds a point may take beyond warm-up and window before its runner stops itself.
 STOP_MARGIN = 120.0
@@ -69,7 +69,7 @@ class Sweep:
         self.plan = plan
         self.topo = topo
         self.console = console or Console(stderr=True)
-        self.cache = cache or Path.home() / ".cache" / "mosbench"
+        self.cache = cache or cache_root()
         self.workloads: dict[str, Workload] = {w: workloads.get(w) for w, _ in plan.selections}
 
     def run(self, run_id: int, skip: set[tuple] | None = None) -> Outcome:

@@ -71,6 +71,11 @@ class Sample:
     per_task: list[float] | None = None
 
 
+def cache_root() -> Path:
+    """Where workloads keep what survives runs (each under its own name) unless a run says otherwise."""
+    return Path.home() / ".cache" / "mosbench"
+
+
 @dataclass
 class RunContext:
     """What a workload gets once per run."""

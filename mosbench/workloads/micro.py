@@ -105,10 +105,9 @@ class MicroInstance(Instance):
 
     def _failure_reason(self) -> str:
         """The driver's own last word on stderr, else how it ended."""
-        err = self.ctx.launcher.logdir / f"{self.name}.err"
-        lines = err.read_text(errors="replace").strip().splitlines() if err.exists() else []
-        if lines:
-            return lines[-1]
+        last = self.ctx.launcher.last_error(self.name)
+        if last:
+            return last
         rc = self.proc.returncode
         how = f"killed by signal {-rc}" if rc is not None and rc < 0 else f"exited with status {rc}"
         return f"{self.name} {how} without a message"

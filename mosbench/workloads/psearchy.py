@@ -21,7 +21,7 @@ from typing import Any
 
 from mosbench import native
 from mosbench.errors import UserError
-from mosbench.workloads.base import Instance, Param, PointContext, RunContext, Variant, Workload
+from mosbench.workloads.base import Instance, Param, PointContext, RunContext, Variant, Workload, cache_root
 from mosbench.workloads.job import JobInstance
 
 BINARY = "mosbench-psearchy"
@@ -29,11 +29,6 @@ LINUX_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
 LINUX_TREE = "linux-source-6.1"
 METRICS = ("job_s", "phase1_s", "phase2_s", "files", "bytes", "words", "entries", "flushes", "merge_passes", "dbs",
            "postings_bytes", "minor_faults", "major_faults")
-
-
-def default_cache() -> Path:
-    """Where the sweep keeps this workload's cache (its RunContext.cache) when /dev/shm is missing."""
-    return Path.home() / ".cache" / "mosbench" / "psearchy"
 
 
 def tmpfs_cache(fallback: Path) -> Path:
@@ -141,7 +136,8 @@ class Psearchy(Workload):
         sub = PurePosixPath(params["subdir"])
         if sub.is_absolute() or ".." in sub.parts:
             raise UserError(f"psearchy subdir {params['subdir']!r} must be a path inside the Linux tree")
-        if params["subdir"] and not params["corpus"] and not is_linux_dir(tmpfs_cache(default_cache()), str(sub)):
+        cache = tmpfs_cache(cache_root() / self.name)
+        if params["subdir"] and not params["corpus"] and not is_linux_dir(cache, str(sub)):
             raise UserError(f"psearchy subdir {params['subdir']!r} is not a directory of {LINUX_TREE}")
         if params["mem_mb"] < 1 or params["dblim"] < 1:
             raise UserError("psearchy needs mem_mb >= 1 and dblim >= 1")
