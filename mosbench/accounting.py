@@ -102,3 +102,16 @@ def usage(before: dict[int, CpuTimes], after: dict[int, CpuTimes], cpus: list[in
 def per_unit_us(seconds: float, work: float) -> float | None:
     """CPU µs per unit of work, or None when nothing was done."""
     return seconds * 1e6 / work if work > 0 else None
+
+
+def server_seconds(point: dict) -> tuple[float, float]:
+    """The server's (user, system) seconds of a point's window.
+
+    Where the load generator shares the measured CPUs, /proc/stat holds both, so the server's own
+    group says what was the server's. Where the client has CPUs of its own, /proc/stat of the
+    measured CPUs is the fuller figure: it also holds the interrupt and softirq time the kernel spent
+    there on the server's packets, which no group is charged with.
+    """
+    if point.get("loadgen_shared") and point.get("cgroup_user_s") is not None:
+        return point["cgroup_user_s"], point["cgroup_system_s"]
+    return point["user_s"], point["system_s"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mosbench import workloads
-from mosbench.accounting import per_unit_us, shares
+from mosbench.accounting import per_unit_us, server_seconds, shares
 from mosbench.errors import UserError
 from mosbench.workloads.base import Workload
 
@@ -132,11 +132,7 @@ def build_series(points: list[dict[str, Any]], run_label: str | None = None) -> 
             continue
         work = p["work"]
         c.per_core.append(p["throughput"] / p["cores"])
-        user, system = p["user_s"], p["system_s"]
-        if p.get("loadgen_cpus") and p.get("cgroup_user_s") is not None:
-            # /proc/stat of the measured CPUs holds the client too where it shares them: the server's
-            # own group is the server's time.
-            user, system = p["cgroup_user_s"], p["cgroup_system_s"]
+        user, system = server_seconds(p)
         c.user_us.append(per_unit_us(user, work))
         c.system_us.append(per_unit_us(system, work))
         c.client_user_us.append(_per_unit(p.get("loadgen_user_s"), work))

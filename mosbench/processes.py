@@ -24,8 +24,9 @@ class Launcher:
         self.procs: list[subprocess.Popen] = []
 
     def spawn(self, name: str, argv: list[str], group: Group, env: dict[str, str] | None = None,
-              cwd: Path | None = None) -> subprocess.Popen:
-        """Starts argv inside group with stdout/stderr to <logdir>/<name>.{out,err}."""
+              cwd: Path | None = None, cpus: tuple[int, ...] | None = None) -> subprocess.Popen:
+        """Starts argv inside group with stdout/stderr to <logdir>/<name>.{out,err}; with cpus, pinned
+        to those (within the group's)."""
         self.logdir.mkdir(parents=True, exist_ok=True)
 
         def enter() -> None:
@@ -33,6 +34,8 @@ class Launcher:
             # so every descendant is born confined and accounted.
             _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
             group.join()
+            if cpus:
+                os.sched_setaffinity(0, cpus)
 
         with open(self.logdir / f"{name}.out", "wb") as out, open(self.logdir / f"{name}.err", "wb") as err:
             proc = subprocess.Popen(

@@ -24,7 +24,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from mosbench import accounting, cpulist, guardian, placement, workloads
+from mosbench import accounting, cpulist, guardian, limits, placement, workloads
 from mosbench.errors import PointFailed
 from mosbench.isolation import Group, Isolator
 from mosbench.journal import SCRATCH_PREFIX, Journal
@@ -168,6 +168,9 @@ class Sweep:
             values.update(measure(instance, w.kind, Window(self.plan.warmup, self.plan.duration, self.plan.interval),
                                   group, a.cpus, load_group))
             values["metrics"] = {**values.get("metrics", {}), **instance.stop()}
+            verdict = limits.judge(values, len(a.loadgen_cpus)) if a.loadgen_cpus else None
+            if verdict:
+                values["metrics"].update(client_bound=verdict.client_bound, client_evidence=verdict.evidence)
             values["status"] = "ok"
         except PointFailed as e:
             values.update(status="failed", reason=str(e))
@@ -242,6 +245,7 @@ def measure(inst: Instance, kind: str, win: Window, group: Group, cpus: tuple[in
     stat0, cg0 = accounting.read_proc_stat(), group.cpu_seconds()
     lg0 = load_group.cpu_seconds() if load_group else None
     s0, t0 = inst.sample(), time.monotonic()
+    inst.window_opened()
     if kind == "job":
         inst.begin()
     for sample in samples:  # warm-up samples are kept at negative times: the window starts at 0
@@ -254,6 +258,7 @@ def measure(inst: Instance, kind: str, win: Window, group: Group, cpus: tuple[in
         if not inst.finished:
             raise PointFailed(f"job did not finish within {win.job_limit:.0f} s")
     s1, t1 = inst.sample(), time.monotonic()
+    inst.window_closed()
     stat1, cg1 = accounting.read_proc_stat(), group.cpu_seconds()
     lg1 = load_group.cpu_seconds() if load_group else None
     inst.check()
@@ -288,8 +293,26 @@ def _describe(key: PointKey, v: dict[str, Any], w: Workload) -> str:
         cpu = f"user {v['user_s'] / v['work']:.3g} s, sys {v['system_s'] / v['work']:.3g} s"
     else:
         speed = f"{si(v['throughput'])} {v['unit']}/s, {si(per_core)}/s/core"
-        cpu = (f"user {accounting.per_unit_us(v['user_s'], v['work']):.3g} µs, "
-               f"sys {accounting.per_unit_us(v['system_s'], v['work']):.3g} µs")
+        user, system = accounting.server_seconds(v)
+        cpu = (f"user {accounting.per_unit_us(user, v['work']):.3g} µs, "
+               f"sys {accounting.per_unit_us(system, v['work']):.3g} µs")
     _, idle, steal = accounting.shares(v["user_s"], v["system_s"], v["idle_s"], v["steal_s"])
     stolen = f", steal {steal:.0%}" if steal >= 0.005 else ""
-    return f"✓ {key.label()} cpus {v['cpus']}: {speed}, {cpu} per {v['unit']}, idle {idle:.0%}{stolen}"
+    line = f"✓ {key.label()} cpus {v['cpus']}: {speed}, {cpu} per {v['unit']}, idle {idle:.0%}{stolen}"
+    return line + _describe_client(v)
+
+
+def _describe_client(v: dict[str, Any]) -> str:
+    """The client's side of a server point: its CPU per unit, tail latency, losses, and whether it was the limit."""
+    if v.get("loadgen_user_s") is None:
+        return ""
+    m = v.get("metrics") or {}
+    client_us = accounting.per_unit_us(v["loadgen_user_s"] + v["loadgen_system_s"], v["work"])
+    parts = [f"client {client_us:.3g} µs"]
+    if "latency_p99_us" in m:
+        parts.append(f"p99 {m['latency_p99_us']:.4g} µs")
+    if m.get("client_lost") or m.get("client_errors"):
+        parts.append(f"lost {m.get('client_lost', 0)}, errors {m.get('client_errors', 0)}")
+    if m.get("client_bound"):
+        parts.append(f"CLIENT-BOUND ({m['client_evidence']})")
+    return "; " + ", ".join(parts)

@@ -110,10 +110,45 @@ def test_client_cpu_time_apart_and_shares_that_add_up(tmp_path):
     (t,) = rows.cell_tables(analysis.build_series(db.points(run)))
     assert t.column("client cpus") == ["0-1 (shared)"]
     assert t.column("user µs") == ["2"] and t.column("sys µs") == ["6"]  # the server's group, per request
-    assert t.column("client user µs") == ["4"] and t.column("client sys µs") == ["4"]
+    assert t.column("client µs u+s") == ["4+4"]
     assert t.column("idle") == ["10%"] and t.column("steal") == ["10%"]  # of 2 s: busy 80%, idle 10%, steal 10%
     terminal = table.render(t)
     assert "workload's own (best trial)" not in [c.header for c in terminal.columns]  # wide: HTML only
+
+
+def _server_point(db, run, cores, trial, **values):
+    base = dict(workload="memcached", test="", variant="per-core", cores=cores, trial=trial, status="ok",
+                started_at=store.now(), unit="request", window_s=1.0, work=1e5, throughput=1e5, steal_s=0.0,
+                samples=[])
+    db.add_point(run, **{**base, **values})
+
+
+def test_client_on_cpus_of_its_own_leaves_the_server_proc_stat(tmp_path):
+    """With CPUs of its own the client is not in the measured CPUs' /proc/stat, which also holds the
+    softirq time spent there on the server's packets (no group is charged it): that is the server's."""
+    db = store.Store(str(tmp_path / "s.sqlite"))
+    run = db.create_run({"params": {}}, {"hostname": "h", "kernel": "k", "topology": {"cpus": [{}, {}]}}, "cmd")
+    _server_point(db, run, 1, 1, cpus="0", loadgen_cpus="1", loadgen_shared=False, user_s=0.2, system_s=0.8,
+                  idle_s=0.0, cgroup_user_s=0.1, cgroup_system_s=0.3, loadgen_user_s=0.1, loadgen_system_s=0.3,
+                  metrics={"client_bound": False, "client_evidence": "client CPUs 40% busy, server CPUs 0% idle",
+                           "latency_p99_us": 5830.0})
+    (t,) = rows.cell_tables(analysis.build_series(db.points(run)))
+    assert t.column("user µs") == ["2"] and t.column("sys µs") == ["8"]
+    assert t.column("client µs u+s") == ["1+3"]
+    assert t.column("client p99") == ["5.83 ms"] and t.column("limit") == ["server"]
+
+
+def test_client_bound_trials_are_flagged(tmp_path):
+    db = store.Store(str(tmp_path / "s.sqlite"))
+    run = db.create_run({"params": {}}, {"hostname": "h", "kernel": "k", "topology": {"cpus": [{}, {}]}}, "cmd")
+    for trial, bound in ((1, True), (2, False)):
+        _server_point(db, run, 1, trial, cpus="0", loadgen_cpus="1", loadgen_shared=False, user_s=0.3,
+                      system_s=0.3, idle_s=0.4, loadgen_user_s=0.2, loadgen_system_s=0.8,
+                      metrics={"client_bound": bound, "client_evidence": "client CPUs 100% busy while ..."})
+    (t,) = rows.cell_tables(analysis.build_series(db.points(run)))
+    assert t.column("limit") == ["client 1/2"]
+    (row,) = t.rows
+    assert row.cell_styles == {[c.title for c in t.columns].index("limit"): "poor"}
 
 
 def test_machine_text_is_not_markup(tmp_path):

@@ -95,8 +95,10 @@ def cell_tables(series: list[Series]) -> list[TableModel]:
         cols += [Column(f"best /{per}/core"), Column("median"), Column("min–max"), Column("n"),
                  Column(f"user {cpu_name}"), Column(f"sys {cpu_name}")]
         if any_client:
-            cols += [Column(f"client user {cpu_name}"), Column(f"client sys {cpu_name}")]
+            cols.append(Column(f"client {cpu_name} u+s"))
         cols += [Column("idle"), Column("steal")]
+        if any_client:
+            cols += [Column("client p99"), Column("limit", left=True, wraps=True)]
         if any_failed:
             cols.append(Column("failed", left=True, wraps=True))
         cols.append(Column("workload's own (best trial)", left=True, wraps=True, wide=True))
@@ -110,18 +112,42 @@ def cell_tables(series: list[Series]) -> list[TableModel]:
                 row += [si(c.best and c.best * factor), si(c.median and c.median * factor), spread,
                         str(len(c.per_core)), _num(c.user, cpu_scale), _num(c.system, cpu_scale)]
                 if any_client:
-                    row += [_num(c.client_user, cpu_scale), _num(c.client_system, cpu_scale)]
+                    row.append(f"{_num(c.client_user, cpu_scale)}+{_num(c.client_system, cpu_scale)}"
+                               if c.client_user is not None else "–")
                 row += [_share(c.idle_fraction), _share(c.steal_fraction)]
+                styles = {}
+                if any_client:
+                    limit = client_limit(c.metrics)
+                    row += [_latency(c.best_metrics.get("latency_p99_us")), limit]
+                    if limit.startswith("client"):
+                        styles[len(row) - 1] = "poor"
                 if any_failed:
                     row.append(f"{len(c.failed)}: {c.failed[-1]}" if c.failed else "")
                 row.append(metrics_text(c.best_metrics))
-                t.add(row, style="failed" if c.failed and not c.per_core else None)
+                t.add(row, style="failed" if c.failed and not c.per_core else None, cell_styles=styles)
             t.breaks.add(len(t.rows) - 1)
         tables.append(t)
     return tables
 
 
-HIDDEN_METRICS = {"driver_pid"}
+HIDDEN_METRICS = {"driver_pid", "client_bound", "latency_p99_us"}  # shown in columns of their own
+
+
+def client_limit(trials: list[dict]) -> str:
+    """Which side limited a server point's trials: "client n/m" (the evidence is in the metrics) or "server"."""
+    judged = [m for m in trials if "client_bound" in m]
+    if not judged:
+        return ""
+    bound = [m for m in judged if m["client_bound"]]
+    if bound:
+        return f"client {len(bound)}/{len(judged)}"
+    return "server"
+
+
+def _latency(us: float | None) -> str:
+    if us is None:
+        return "–"
+    return f"{us / 1000:.3g} ms" if us >= 1000 else f"{us:.3g} µs"
 
 
 def metrics_text(m: dict) -> str:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from mosbench.errors import UserError
 from mosbench.workloads.base import Workload
+from mosbench.workloads.memcached import Memcached
 from mosbench.workloads.metis import Metis
 from mosbench.workloads.micro import Micro
 from mosbench.workloads.psearchy import Psearchy
 from mosbench.workloads.scale import Scale
 
-REGISTRY: dict[str, type[Workload]] = {w.name: w for w in (Micro, Scale, Metis, Psearchy)}
+REGISTRY: dict[str, type[Workload]] = {w.name: w for w in (Micro, Scale, Metis, Psearchy, Memcached)}
 
 
 def get(name: str) -> Workload:

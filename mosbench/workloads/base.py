@@ -143,6 +143,12 @@ class Instance(ABC):
     def begin(self) -> None:
         """For job workloads: start the job now (the window opens). start() only made it ready."""
 
+    def window_opened(self) -> None:
+        """The measurement window starts now (a load generator starts its latency histogram)."""
+
+    def window_closed(self) -> None:
+        """The measurement window ended now."""
+
     @property
     def finished(self) -> bool:
         """For job workloads: the job is done."""

@@ -1,0 +1,51 @@
+"""Private server processes of a point: started in its group, watched, and their own words on failure.
+
+A server workload starts one or more of these (an instance per core, or one for all), waits until
+each accepts connections, and asks them during the window whether they are still alive. A server
+that exits fails the point with its exit status and the last line it logged.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from mosbench.errors import PointFailed
+from mosbench.isolation import Group
+from mosbench.processes import Launcher
+from mosbench.ready import port_open, wait_ready
+
+
+class Server:
+    def __init__(self, launcher: Launcher, name: str, argv: list[str], group: Group, port: int,
+                 cpus: tuple[int, ...] | None = None, cwd: Path | None = None,
+                 last_words: Callable[[], str] | None = None):
+        self.launcher = launcher
+        self.name = name
+        self.port = port
+        self._last_words = last_words  # a server that logs to a file of its own says why there
+        self.proc: subprocess.Popen = launcher.spawn(name, argv, group, cpus=cpus, cwd=cwd)
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        wait_ready(port_open(self.port), what=f"{self.name} accepting on 127.0.0.1:{self.port}", timeout=timeout,
+                   proc=self.proc, ended=self.failure)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def check(self) -> None:
+        if not self.alive():
+            raise PointFailed(self.failure())
+
+    def failure(self) -> str:
+        rc = self.proc.returncode
+        how = f"killed by signal {-rc}" if rc is not None and rc < 0 else f"exited with status {rc}"
+        said = (self._last_words() if self._last_words else "") or self.launcher.last_error(self.name)
+        return f"{self.name} (port {self.port}) {how}" + (f": {said}" if said else "")
+
+    def stop(self) -> None:
+        self.launcher.stop(self.proc)
+
+    def logs(self, lines: int = 20) -> str:
+        return self.launcher.log_tail(self.name, lines)

@@ -1,0 +1,369 @@
+/*
+ * mosbench-memload: the paper's memcached client (section 5.3), over UDP.
+ *
+ * Each client context owns a UDP socket connected to one server port and repeatedly sends a batch of
+ * gets (default 20) for a key that does not exist, then waits for every reply or for the time-out
+ * (default 100 ms) after which the missing ones count as lost. Contexts are spread evenly over the
+ * ports and over the threads, a thread per load-generator CPU, each serving its contexts from one
+ * epoll set with sendmmsg/recvmmsg.
+ *
+ * The request is the paper's 68-byte frame: Ethernet, IP and UDP headers around a 22-byte payload,
+ * memcached's 8-byte UDP frame header and "get <8-character key>\r\n". A miss is answered with
+ * "END\r\n", which pads to the 64-byte minimum frame: the paper's 64-byte reply. Work is counted from
+ * replies, never from requests: a reply other than END (an error, a value) fails the run.
+ */
+#include "run.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define NAME "mosbench-memload"
+#define MAX_BATCH 64
+#define KEY_LEN 8
+#define FRAME_HEADER 8
+#define REQUEST_LEN (FRAME_HEADER + 4 + KEY_LEN + 2)
+#define MISS_REPLY "END\r\n"
+#define RECV_BATCH 64
+#define REPLY_MAX 1500
+#define SCAN_NS 10000000ull /* how often a thread looks for timed-out batches */
+
+struct context {
+	int fd;
+	uint16_t port;
+	uint16_t first_id;	/* request id of the batch's first request */
+	uint64_t pending;	/* bit i: request first_id + i not answered yet */
+	uint64_t sent_ns;
+	uint32_t batch_no;
+	char request[REQUEST_LEN];
+};
+
+struct memload {
+	struct in_addr host;
+	uint16_t *ports;
+	unsigned nports;
+	unsigned per_port;	/* contexts per server port */
+	unsigned batch;
+	uint64_t timeout_ns;
+	struct context *contexts;
+	unsigned ncontexts;
+};
+
+struct memload_thread {
+	int epfd;
+	struct context **mine;
+	unsigned nmine;
+};
+
+static void put_be16(char *p, uint16_t v)
+{
+	p[0] = (char)(v >> 8);
+	p[1] = (char)v;
+}
+
+static uint16_t get_be16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static int send_batch(struct load_thread *t, const struct memload *m, struct context *c)
+{
+	char frames[MAX_BATCH][REQUEST_LEN];
+	struct iovec iov[MAX_BATCH];
+	struct mmsghdr msgs[MAX_BATCH];
+	c->batch_no++;
+	c->first_id = (uint16_t)(c->batch_no * m->batch);
+	for (unsigned i = 0; i < m->batch; i++) {
+		memcpy(frames[i], c->request, REQUEST_LEN);
+		put_be16(frames[i], (uint16_t)(c->first_id + i));
+		iov[i] = (struct iovec){ frames[i], REQUEST_LEN };
+		msgs[i] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[i], .msg_iovlen = 1 } };
+	}
+	c->sent_ns = load_now_ns();
+	c->pending = m->batch == 64 ? ~0ull : (1ull << m->batch) - 1;
+	unsigned done = 0;
+	while (done < m->batch) {
+		int n = sendmmsg(c->fd, msgs + done, m->batch - done, 0);
+		if (n < 0) {
+			if (errno == EINTR || errno == EAGAIN || errno == ENOBUFS)
+				continue;
+			if (errno == ECONNREFUSED) {
+				/* An ICMP port-unreachable from an earlier send: the server is not there. */
+				load_fail(&t->run->stats, NAME ": 127.0.0.1:%u refused: is memcached running?", c->port);
+				return -1;
+			}
+			load_fail(&t->run->stats, NAME ": sendmmsg to port %u: %s", c->port, strerror(errno));
+			return -1;
+		}
+		done += (unsigned)n;
+	}
+	load_count(t, LC_SENT, m->batch);
+	return 0;
+}
+
+static int receive(struct load_thread *t, const struct memload *m, struct context *c)
+{
+	static _Thread_local unsigned char bufs[RECV_BATCH][REPLY_MAX];
+	struct iovec iov[RECV_BATCH];
+	struct mmsghdr msgs[RECV_BATCH];
+	for (;;) {
+		for (int i = 0; i < RECV_BATCH; i++) {
+			iov[i] = (struct iovec){ bufs[i], REPLY_MAX };
+			msgs[i] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[i], .msg_iovlen = 1 } };
+		}
+		int n = recvmmsg(c->fd, msgs, RECV_BATCH, MSG_DONTWAIT, NULL);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return 0;
+			if (errno == ECONNREFUSED) {
+				load_fail(&t->run->stats, NAME ": 127.0.0.1:%u refused: is memcached running?", c->port);
+				return -1;
+			}
+			load_fail(&t->run->stats, NAME ": recvmmsg from port %u: %s", c->port, strerror(errno));
+			return -1;
+		}
+		uint64_t now = load_now_ns();
+		uint64_t answered = 0;
+		for (int i = 0; i < n; i++) {
+			const unsigned char *r = bufs[i];
+			unsigned len = msgs[i].msg_len;
+			if (len != FRAME_HEADER + sizeof(MISS_REPLY) - 1 ||
+			    memcmp(r + FRAME_HEADER, MISS_REPLY, sizeof(MISS_REPLY) - 1)) {
+				load_count(t, LC_ERRORS, 1);
+				unsigned show = len > FRAME_HEADER ? len - FRAME_HEADER : 0;
+				if (show > 40)
+					show = 40;
+				load_fail(&t->run->stats, NAME ": port %u answered a get of a missing key with '%.*s' (%u bytes)",
+					  c->port, (int)strcspn((const char *)r + FRAME_HEADER, "\r\n") < (int)show ?
+					  (int)strcspn((const char *)r + FRAME_HEADER, "\r\n") : (int)show,
+					  (const char *)r + FRAME_HEADER, len);
+				continue;
+			}
+			uint16_t offset = (uint16_t)(get_be16(r) - c->first_id);
+			if (offset < m->batch && (c->pending >> offset & 1)) {
+				c->pending &= ~(1ull << offset);
+				answered++;
+				load_latency(t, now - c->sent_ns);
+			} else {
+				load_count(t, LC_LATE, 1);
+			}
+		}
+		load_count(t, LC_DONE, answered);
+		if (!c->pending)
+			return send_batch(t, m, c);
+		if (n < RECV_BATCH)
+			return 0;
+	}
+}
+
+static void *memload_thread(struct load_thread *t)
+{
+	const struct memload *m = t->run->priv;
+	struct memload_thread *mt = t->priv;
+	for (unsigned i = 0; i < mt->nmine; i++)
+		if (send_batch(t, m, mt->mine[i]))
+			return NULL;
+	struct epoll_event events[256];
+	uint64_t next_scan = load_now_ns() + SCAN_NS;
+	while (!load_stopping(t->run)) {
+		load_poll_phase(t);
+		int n = epoll_wait(mt->epfd, events, 256, 10);
+		if (n < 0 && errno != EINTR) {
+			load_fail(&t->run->stats, NAME ": epoll_wait: %s", strerror(errno));
+			return NULL;
+		}
+		for (int i = 0; i < n; i++)
+			if (receive(t, m, events[i].data.ptr))
+				return NULL;
+		uint64_t now = load_now_ns();
+		if (now < next_scan)
+			continue;
+		next_scan = now + SCAN_NS;
+		for (unsigned i = 0; i < mt->nmine; i++) {
+			struct context *c = mt->mine[i];
+			if (c->pending && now - c->sent_ns >= m->timeout_ns) {
+				load_count(t, LC_LOST, (uint64_t)__builtin_popcountll(c->pending));
+				if (send_batch(t, m, c))
+					return NULL;
+			}
+		}
+	}
+	return NULL;
+}
+
+static int open_context(struct memload *m, struct context *c, unsigned index, uint16_t port)
+{
+	c->port = port;
+	c->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (c->fd < 0)
+		return errno;
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr = m->host };
+	if (connect(c->fd, (struct sockaddr *)&to, sizeof(to)))
+		return errno;
+	memset(c->request, 0, FRAME_HEADER);
+	put_be16(c->request + 4, 1); /* one datagram in this request */
+	char key[KEY_LEN + 1];
+	snprintf(key, sizeof(key), "m%07x", index & 0xfffffff);
+	memcpy(c->request + FRAME_HEADER, "get ", 4);
+	memcpy(c->request + FRAME_HEADER + 4, key, KEY_LEN);
+	memcpy(c->request + FRAME_HEADER + 4 + KEY_LEN, "\r\n", 2);
+	return 0;
+}
+
+static void describe(struct load_run *r, FILE *out)
+{
+	const struct memload *m = r->priv;
+	fprintf(out, "\"contexts\": %u, \"ports\": %u, \"batch\": %u, \"timeout_ms\": %.0f, \"request_bytes\": %d",
+		m->ncontexts, m->nports, m->batch, (double)m->timeout_ns / 1e6, REQUEST_LEN);
+}
+
+static int parse_ports(const char *s, struct memload *m)
+{
+	unsigned cap = 16;
+	m->ports = malloc(cap * sizeof(*m->ports));
+	while (m->ports && *s) {
+		char *end;
+		long a = strtol(s, &end, 10), b = a;
+		if (end == s || a < 1 || a > 65535)
+			return -1;
+		if (*end == '-') {
+			s = end + 1;
+			b = strtol(s, &end, 10);
+			if (end == s || b < a || b > 65535)
+				return -1;
+		}
+		for (long p = a; p <= b; p++) {
+			if (m->nports == cap) {
+				cap *= 2;
+				uint16_t *grown = realloc(m->ports, cap * sizeof(*m->ports));
+				if (!grown)
+					return -1;
+				m->ports = grown;
+			}
+			m->ports[m->nports++] = (uint16_t)p;
+		}
+		if (*end == ',')
+			end++;
+		else if (*end)
+			return -1;
+		s = end;
+	}
+	return m->ports && m->nports ? 0 : -1;
+}
+
+static unsigned parse_count(const char *what, const char *arg, unsigned lo, unsigned hi)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || v < lo || v > hi) {
+		fprintf(stderr, NAME ": --%s must be a whole number from %u to %u, not '%s'\n", what, lo, hi, arg);
+		exit(2);
+	}
+	return (unsigned)v;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: " NAME " --ports LIST --cpus LIST [--contexts-per-port N] [--batch N]\n"
+		"                        [--timeout-ms MS] [options]\n"
+		"  --ports LIST       memcached UDP ports on 127.0.0.1 (\"11300-11347\" or \"11300,11302\")\n"
+		"  --contexts-per-port N   client contexts per port, each with a batch in flight (default 8)\n"
+		"  --batch N          gets per batch (default 20, at most %d)\n"
+		"  --timeout-ms MS    a batch's replies not back by then are lost (default 100)\n"
+		LOAD_RUN_USAGE, MAX_BATCH);
+}
+
+int main(int argc, char **argv)
+{
+	struct memload m = { .per_port = 8, .batch = 20, .timeout_ns = 100000000ull };
+	struct load_run r = { .name = NAME, .thread_fn = memload_thread, .describe = describe, .priv = &m };
+	inet_pton(AF_INET, "127.0.0.1", &m.host);
+	const struct option options[] = {
+		{ "ports", required_argument, NULL, 'p' },
+		{ "contexts-per-port", required_argument, NULL, 'c' },
+		{ "batch", required_argument, NULL, 'b' },
+		{ "timeout-ms", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		LOAD_RUN_LONG_OPTIONS,
+		{ 0 },
+	};
+	int opt;
+	while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
+		if (load_run_option(&r, opt, optarg))
+			continue;
+		switch (opt) {
+		case 'p':
+			if (parse_ports(optarg, &m)) {
+				fprintf(stderr, NAME ": bad port list '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'c': m.per_port = parse_count("contexts-per-port", optarg, 1, 4096); break;
+		case 'b': m.batch = parse_count("batch", optarg, 1, MAX_BATCH); break;
+		case 't': m.timeout_ns = parse_count("timeout-ms", optarg, 1, 60000) * 1000000ull; break;
+		case 'h': usage(); return 0;
+		default: usage(); return 2;
+		}
+	}
+	if (!m.nports || !r.nthreads) {
+		usage();
+		return 2;
+	}
+	m.ncontexts = m.nports * m.per_port;
+	/* A socket per context and an epoll set per thread, with room for the process's own. */
+	if (load_reserve_fds(NAME, m.ncontexts + r.nthreads + 64))
+		return 1;
+	m.contexts = calloc(m.ncontexts, sizeof(*m.contexts));
+	r.threads = calloc(r.nthreads, sizeof(*r.threads));
+	struct memload_thread *mts = calloc(r.nthreads, sizeof(*mts));
+	if (!m.contexts || !r.threads || !mts) {
+		fprintf(stderr, NAME ": out of memory\n");
+		return 1;
+	}
+	for (unsigned i = 0; i < r.nthreads; i++) {
+		r.threads[i] = (struct load_thread){ .id = i, .cpu = r.cpus[i], .run = &r, .priv = &mts[i] };
+		hist_init(&r.threads[i].latency);
+		mts[i].epfd = epoll_create1(EPOLL_CLOEXEC);
+		mts[i].mine = calloc(m.ncontexts / r.nthreads + 1, sizeof(*mts[i].mine));
+		if (mts[i].epfd < 0 || !mts[i].mine) {
+			fprintf(stderr, NAME ": epoll: %s\n", strerror(errno));
+			return 1;
+		}
+	}
+	/* Context i goes to port i mod ports and thread i mod threads: every port evenly, every thread evenly. */
+	for (unsigned i = 0; i < m.ncontexts; i++) {
+		struct context *c = &m.contexts[i];
+		int err = open_context(&m, c, i, m.ports[i % m.nports]);
+		if (err) {
+			fprintf(stderr, NAME ": socket to port %u: %s\n", m.ports[i % m.nports], strerror(err));
+			return 1;
+		}
+		struct memload_thread *mt = &mts[i % r.nthreads];
+		mt->mine[mt->nmine++] = c;
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+		if (epoll_ctl(mt->epfd, EPOLL_CTL_ADD, c->fd, &ev)) {
+			fprintf(stderr, NAME ": epoll_ctl: %s\n", strerror(errno));
+			return 1;
+		}
+	}
+	int status = load_run_main(&r);
+	for (unsigned i = 0; i < m.ncontexts; i++)
+		close(m.contexts[i].fd);
+	for (unsigned i = 0; i < r.nthreads; i++) {
+		close(mts[i].epfd);
+		free(mts[i].mine);
+	}
+	free(mts);
+	free(m.contexts);
+	free(m.ports);
+	load_run_free(&r);
+	return status;
+}

@@ -1,0 +1,277 @@
+#include "run.h"
+
+#include "cpulist.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+uint64_t load_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+bool load_stopping(const struct load_run *r)
+{
+	return stop_requested || atomic_load_explicit(&r->stats.hdr->state, memory_order_relaxed) != LOAD_RUNNING;
+}
+
+void load_poll_phase(struct load_thread *t)
+{
+	t->in_window = atomic_load_explicit(&t->run->stats.hdr->phase, memory_order_relaxed) == LOAD_WINDOW;
+}
+
+void load_count(struct load_thread *t, enum load_counter c, uint64_t n)
+{
+	load_add(&t->run->stats, t->id, c, n);
+	if (t->in_window)
+		t->window[c] += n;
+}
+
+void load_latency(struct load_thread *t, uint64_t ns)
+{
+	if (t->in_window)
+		hist_record(&t->latency, ns);
+}
+
+int load_reserve_fds(const char *name, unsigned long need)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return errno;
+	if (rl.rlim_cur >= need)
+		return 0;
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {
+		fprintf(stderr, "%s: needs %lu file descriptors but the hard limit is %llu (raise it: ulimit -Hn)\n",
+			name, need, (unsigned long long)rl.rlim_max);
+		return EMFILE;
+	}
+	rl.rlim_cur = need;
+	if (setrlimit(RLIMIT_NOFILE, &rl)) {
+		fprintf(stderr, "%s: cannot raise the descriptor limit to %lu: %s\n", name, need, strerror(errno));
+		return errno;
+	}
+	return 0;
+}
+
+static int parse_seconds(const char *arg, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(arg, &end);
+	if (errno || end == arg || *end || !isfinite(v) || v < 0)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int load_run_option(struct load_run *r, int opt, const char *arg)
+{
+	double *target = NULL;
+	switch (opt) {
+	case 1001:
+		if (cpulist_parse(arg, &r->cpus, &r->nthreads)) {
+			fprintf(stderr, "%s: bad CPU list '%s'\n", r->name, arg);
+			exit(2);
+		}
+		return 1;
+	case 1002: r->stats_path = arg; return 1;
+	case 1003: r->result_path = arg; return 1;
+	case 1004: target = &r->limit_s; break;
+	case 1005: target = &r->warmup_s; break;
+	case 1006: target = &r->duration_s; break;
+	default: return 0;
+	}
+	if (parse_seconds(arg, target)) {
+		fprintf(stderr, "%s: '%s' is not a number of seconds\n", r->name, arg);
+		exit(2);
+	}
+	return 1;
+}
+
+static void *thread_main(void *p)
+{
+	struct load_thread *t = p;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(t->cpu, &set);
+	int err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	if (err) {
+		load_fail(&t->run->stats, "%s: cannot pin a thread to CPU %d: %s", t->run->name, t->cpu, strerror(err));
+		return NULL;
+	}
+	return t->run->thread_fn(t);
+}
+
+static void sleep_until(uint64_t deadline_ns, const struct load_run *r)
+{
+	while (!load_stopping(r)) {
+		uint64_t now = load_now_ns();
+		if (now >= deadline_ns)
+			return;
+		uint64_t step = deadline_ns - now < 10000000ull ? deadline_ns - now : 10000000ull;
+		struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)step };
+		nanosleep(&ts, NULL);
+	}
+}
+
+static void write_result(struct load_run *r, const uint64_t *window, const struct hist *lat, double window_s)
+{
+	char tmp[4096];
+	if (!r->result_path)
+		return;
+	if (snprintf(tmp, sizeof(tmp), "%s.new", r->result_path) >= (int)sizeof(tmp))
+		return;
+	FILE *f = fopen(tmp, "w");
+	if (!f) {
+		fprintf(stderr, "%s: %s: %s\n", r->name, tmp, strerror(errno));
+		return;
+	}
+	fprintf(f, "{\"window_s\": %.6f, \"threads\": %u, \"sent\": %llu, \"done\": %llu, \"lost\": %llu, "
+		"\"errors\": %llu, \"late\": %llu,\n \"latency_ns\": {\"count\": %llu, \"min\": %llu, "
+		"\"p50\": %llu, \"p90\": %llu, \"p99\": %llu, \"p999\": %llu, \"max\": %llu}",
+		window_s, r->nthreads, (unsigned long long)window[LC_SENT], (unsigned long long)window[LC_DONE],
+		(unsigned long long)window[LC_LOST], (unsigned long long)window[LC_ERRORS],
+		(unsigned long long)window[LC_LATE], (unsigned long long)lat->count,
+		(unsigned long long)(lat->count ? lat->min : 0), (unsigned long long)hist_percentile(lat, 0.50),
+		(unsigned long long)hist_percentile(lat, 0.90), (unsigned long long)hist_percentile(lat, 0.99),
+		(unsigned long long)hist_percentile(lat, 0.999), (unsigned long long)lat->max);
+	if (r->describe) {
+		fputs(",\n ", f);
+		r->describe(r, f);
+	}
+	fputs("}\n", f);
+	if (fclose(f) || rename(tmp, r->result_path))
+		fprintf(stderr, "%s: %s: %s\n", r->name, r->result_path, strerror(errno));
+}
+
+int load_run_main(struct load_run *r)
+{
+	if (!r->nthreads) {
+		fprintf(stderr, "%s: --cpus is required\n", r->name);
+		return 2;
+	}
+	if (!r->stats_path && !r->duration_s) {
+		fprintf(stderr, "%s: give --stats PATH (harness) or --duration S (standalone)\n", r->name);
+		return 2;
+	}
+	if (!r->limit_s)
+		r->limit_s = 600;
+	struct sigaction sa = { .sa_handler = on_stop };
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	int err = load_stats_create(&r->stats, r->stats_path, r->nthreads);
+	if (err) {
+		fprintf(stderr, "%s: %s: %s\n", r->name, r->stats_path ? r->stats_path : "stats", strerror(err));
+		return 1;
+	}
+	/* Standalone, the generator times its own window; with the harness, the harness writes the phase. */
+	atomic_store(&r->stats.hdr->phase, LOAD_WARMUP);
+	atomic_store(&r->stats.hdr->state, LOAD_RUNNING);
+	pthread_t *tids = calloc(r->nthreads, sizeof(*tids));
+	if (!tids) {
+		fprintf(stderr, "%s: out of memory\n", r->name);
+		return 1;
+	}
+	unsigned started = 0;
+	for (; started < r->nthreads; started++) {
+		struct load_thread *t = &r->threads[started];
+		err = pthread_create(&tids[started], NULL, thread_main, t);
+		if (err) {
+			load_fail(&r->stats, "%s: cannot start thread %u: %s", r->name, started, strerror(err));
+			break;
+		}
+	}
+	uint64_t start = load_now_ns();
+	uint64_t limit = start + (uint64_t)(r->limit_s * 1e9);
+	uint64_t window_start = 0, window_end = 0;
+	if (!r->stats_path) {
+		window_start = start + (uint64_t)(r->warmup_s * 1e9);
+		window_end = window_start + (uint64_t)(r->duration_s * 1e9);
+		sleep_until(window_start < limit ? window_start : limit, r);
+		atomic_store(&r->stats.hdr->phase, LOAD_WINDOW);
+		window_start = load_now_ns();
+		sleep_until(window_end < limit ? window_end : limit, r);
+		atomic_store(&r->stats.hdr->phase, LOAD_AFTER);
+		window_end = load_now_ns();
+	} else {
+		/* The harness's window: timed here as the span the phase said WINDOW, seen every 10 ms. */
+		while (!load_stopping(r) && load_now_ns() < limit) {
+			uint32_t phase = atomic_load(&r->stats.hdr->phase);
+			if (phase == LOAD_WINDOW && !window_start)
+				window_start = load_now_ns();
+			if (phase == LOAD_AFTER && window_start && !window_end)
+				window_end = load_now_ns();
+			struct timespec ts = { .tv_sec = 0, .tv_nsec = 10000000 };
+			nanosleep(&ts, NULL);
+		}
+		if (window_start && !window_end)
+			window_end = load_now_ns();
+	}
+	uint32_t running = LOAD_RUNNING;
+	atomic_compare_exchange_strong(&r->stats.hdr->state, &running, LOAD_STOPPED);
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(tids[i], NULL);
+	free(tids);
+	uint64_t window[LC_COUNT] = { 0 };
+	struct hist *lat = malloc(sizeof(*lat));
+	if (!lat) {
+		fprintf(stderr, "%s: out of memory\n", r->name);
+		return 1;
+	}
+	hist_init(lat);
+	for (unsigned i = 0; i < started; i++) {
+		for (int c = 0; c < LC_COUNT; c++)
+			window[c] += r->threads[i].window[c];
+		hist_merge(lat, &r->threads[i].latency);
+	}
+	double window_s = window_end > window_start ? (double)(window_end - window_start) / 1e9 : 0;
+	write_result(r, window, lat, window_s);
+	if (!r->stats_path) {
+		struct rusage ru;
+		getrusage(RUSAGE_SELF, &ru);
+		printf("SUMMARY sent=%llu done=%llu lost=%llu errors=%llu late=%llu window_s=%.3f per_sec=%.0f "
+		       "p50_us=%.1f p99_us=%.1f p999_us=%.1f\n",
+		       (unsigned long long)window[LC_SENT], (unsigned long long)window[LC_DONE],
+		       (unsigned long long)window[LC_LOST], (unsigned long long)window[LC_ERRORS],
+		       (unsigned long long)window[LC_LATE], window_s, window_s ? (double)window[LC_DONE] / window_s : 0,
+		       hist_percentile(lat, 0.5) / 1e3, hist_percentile(lat, 0.99) / 1e3,
+		       hist_percentile(lat, 0.999) / 1e3);
+	}
+	free(lat);
+	if (atomic_load(&r->stats.hdr->state) == LOAD_FAILED) {
+		fprintf(stderr, "%s\n", r->stats.hdr->fail_what);
+		return 1;
+	}
+	return 0;
+}
+
+void load_run_free(struct load_run *r)
+{
+	if (r->stats.hdr && r->stats.hdr != MAP_FAILED)
+		munmap(r->stats.hdr, r->stats.size);
+	free(r->threads);
+	free(r->cpus);
+	r->stats.hdr = NULL;
+	r->threads = NULL;
+	r->cpus = NULL;
+}

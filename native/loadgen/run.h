@@ -1,0 +1,76 @@
+/*
+ * What every load generator shares: a thread per CPU, pinned; the live statistics file; the phase
+ * (warm-up, window, after) set by the harness or, standalone, by the clock; a stop on SIGTERM, SIGINT
+ * or the time limit; and at the end one result file with the window's counts and latency percentiles.
+ * A generator supplies its thread function, which loops until load_stopping() and counts through
+ * load_count() and load_latency().
+ */
+#ifndef MOSBENCH_LOAD_RUN_H
+#define MOSBENCH_LOAD_RUN_H
+
+#include "hist.h"
+#include "stats.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdint.h>
+
+struct load_run;
+
+struct load_thread {
+	unsigned id;
+	int cpu;
+	struct load_run *run;
+	bool in_window;
+	uint64_t window[LC_COUNT];	/* counts while the window was open */
+	struct hist latency;		/* ns, window only */
+	void *priv;			/* the generator's per-thread state */
+};
+
+struct load_run {
+	const char *name;		/* for messages: "mosbench-memload" */
+	int *cpus;
+	unsigned nthreads;
+	const char *stats_path;		/* harness mode; NULL: standalone */
+	const char *result_path;
+	double limit_s;			/* stops by itself after this long, whatever happens */
+	double warmup_s, duration_s;	/* standalone: the window the generator times itself */
+	struct load_stats stats;
+	struct load_thread *threads;
+	void *(*thread_fn)(struct load_thread *t);
+	/* Lines of the generator's own for the result file: "key": value pairs, comma-separated. */
+	void (*describe)(struct load_run *r, FILE *out);
+	void *priv;
+};
+
+uint64_t load_now_ns(void);
+bool load_stopping(const struct load_run *r);
+/* Re-reads the phase: call once per loop iteration. */
+void load_poll_phase(struct load_thread *t);
+void load_count(struct load_thread *t, enum load_counter c, uint64_t n);
+void load_latency(struct load_thread *t, uint64_t ns);
+/* Raises the soft descriptor limit to what `need` descriptors require; a clear error when it cannot. */
+int load_reserve_fds(const char *name, unsigned long need);
+/* Parses --cpus/--stats/--result/--limit/--warmup/--duration into r; 1 if it took the option. */
+int load_run_option(struct load_run *r, int opt, const char *arg);
+/* Starts the threads, waits for the end, writes the result; the program's exit status. */
+int load_run_main(struct load_run *r);
+/* Frees what load_run_option and the generator allocated in r (threads, CPU list, statistics). */
+void load_run_free(struct load_run *r);
+
+#define LOAD_RUN_LONG_OPTIONS                                        \
+	{ "cpus", required_argument, NULL, 1001 },                  \
+	{ "stats", required_argument, NULL, 1002 },                 \
+	{ "result", required_argument, NULL, 1003 },                \
+	{ "limit", required_argument, NULL, 1004 },                 \
+	{ "warmup", required_argument, NULL, 1005 },                \
+	{ "duration", required_argument, NULL, 1006 }
+
+#define LOAD_RUN_USAGE                                                                        \
+	"  --cpus LIST        a thread per CPU, pinned\n"                                    \
+	"  --stats PATH       live counters for the harness (else standalone: timed by\n"      \
+	"                     --warmup S and --duration S, a summary printed)\n"             \
+	"  --result PATH      the window's counts and latency percentiles, as JSON\n"        \
+	"  --limit S          stop by itself after S seconds (default 600)\n"
+
+#endif

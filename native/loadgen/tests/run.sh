@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The load generators' tests: the histogram in every flavour, then each build of mosbench-memload
+# against a private memcached on loopback (plain, ThreadSanitizer, AddressSanitizer): every request
+# answered, none lost (2 s time-outs, 80 requests in flight: nothing overflows), no error; a port with no server is a clear failure, a bad flag exit 2.
+# usage: run.sh TEST_HIST... -- MEMLOAD...
+set -euo pipefail
+hists=()
+while [[ $# -gt 0 && $1 != -- ]]; do hists+=("$1"); shift; done
+shift
+for t in "${hists[@]}"; do "$t"; done
+
+if ! command -v memcached >/dev/null; then
+    echo "loadgen: memcached not installed, memload tests skipped" >&2
+    exit 0
+fi
+free_udp_port() { python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+user=$(id -u memcache >/dev/null 2>&1 && echo memcache || echo nobody)
+port=$(free_udp_port)
+memcached -u "$user" -l 127.0.0.1 -p 0 -U "$port" -t 1 -m 16 &
+server=$!
+out=$(mktemp)
+trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; rm -f "$out" "$out.json"' EXIT
+cpus=$(python3 -c 'import os; print(",".join(map(str, sorted(os.sched_getaffinity(0)))))')
+for i in $(seq 50); do   # memcached binds its UDP port a moment after it starts
+    python3 -c "import socket,sys; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(0.1); s.sendto(b'\0\1\0\0\0\1\0\0version\r\n', ('127.0.0.1', $port)); s.recv(100)" 2>/dev/null && break
+    sleep 0.1
+done
+
+for bin in "$@"; do
+    "$bin" --ports "$port" --cpus "$cpus" --contexts-per-port 4 --timeout-ms 2000 --warmup 0.2 --duration 1 --result "$out.json" > "$out"
+    read -r sent done lost errors < <(sed -n 's/.*sent=\([0-9]*\) done=\([0-9]*\) lost=\([0-9]*\) errors=\([0-9]*\).*/\1 \2 \3 \4/p' "$out")
+    [[ ${done:-0} -gt 1000 ]] || { echo "$bin: only ${done:-0} replies: $(cat "$out")" >&2; exit 1; }
+    [[ $lost -eq 0 && $errors -eq 0 ]] || { echo "$bin: lost $lost, errors $errors" >&2; exit 1; }
+    # Replies in the window answer requests sent in it or at most one batch per context before it.
+    (( done <= sent + 4 * 20 )) || { echo "$bin: $done replies for $sent requests" >&2; exit 1; }
+    python3 -c "import json,sys; r=json.load(open('$out.json')); l=r['latency_ns']; assert l['count']==r['done'] and 0<l['p50']<=l['p99']<=l['p999']<=l['max'], r" \
+        || { echo "$bin: bad result file" >&2; exit 1; }
+    echo "$bin: $(cat "$out")"
+done
+
+bin=$1
+nobody=$(free_udp_port)
+if "$bin" --ports "$nobody" --cpus 0 --warmup 0 --duration 1 > "$out" 2>&1; then
+    echo "memload: no failure for a port without a server" >&2; exit 1
+fi
+grep -q "refused" "$out" || { echo "memload: unclear failure: $(cat "$out")" >&2; exit 1; }
+set +e
+"$bin" --ports 0 --cpus 0 --duration 1 >/dev/null 2>&1; [[ $? -eq 2 ]] || { echo "memload: bad port not exit 2" >&2; exit 1; }
+"$bin" --ports "$port" --cpus 0 --batch 65 --duration 1 >/dev/null 2>&1; [[ $? -eq 2 ]] || { echo "memload: batch 65 not exit 2" >&2; exit 1; }
+echo "loadgen: ok"

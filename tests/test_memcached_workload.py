@@ -1,0 +1,91 @@
+"""memcached end to end with real servers on loopback: the work it counts, and each way a point fails."""
+
+import os
+import shutil
+import socket
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from mosbench import store, topology, workloads
+from mosbench.plan import Plan
+from mosbench.sweep import Sweep
+from mosbench.workloads import memcached
+from tests.conftest import FIXTURES, needs_native, needs_root
+from tests.test_run_system import _leftovers, _our_cgroups
+
+pytestmark = [needs_native, needs_root,
+              pytest.mark.skipif(not shutil.which("memcached"), reason="memcached not installed")]
+
+
+def _run(tmp_path: Path, monkeypatch, variants=("per-core", "threaded"), cores=None, **params):
+    monkeypatch.setenv("MOSBENCH_STATE", str(tmp_path / "state"))
+    topo = topology.read()
+    w = workloads.get("memcached")
+    p = {**{q.name: q.default for q in w.params}, **params}
+    w.check_params(p)
+    plan = Plan(selections=[("memcached", "")], variants={"memcached": list(variants)},
+                cores=cores or [1], trials=1, warmup=0.3, duration=1.0, interval=0.5,
+                params={"memcached": p})
+    db = store.Store(str(tmp_path / "s.sqlite"))
+    run_id = db.create_run(plan.to_json(), {"hostname": "h"}, "test")
+    outcome = Sweep(db, plan, topo, cache=tmp_path / "cache").run(run_id)
+    assert outcome.status == "complete"
+    # The run's guardian lives as long as its harness (this test process); nothing else may.
+    left = [p for p in _leftovers(str(tmp_path)) + _leftovers("memcached -u") if "mosbench.guardian" not in p]
+    assert not left and not _our_cgroups()
+    return db.points(run_id)
+
+
+def test_both_variants_count_replies_and_measure_the_client(tmp_path, monkeypatch):
+    ncpu = len(os.sched_getaffinity(0))
+    points = _run(tmp_path, monkeypatch, cores=sorted({1, ncpu}))
+    assert len(points) == 2 * len({1, ncpu})
+    for p in points:
+        assert p["status"] == "ok", p.get("reason")
+        m = p["metrics"]
+        assert m["instances"] == (p["cores"] if p["variant"] == "per-core" else 1)
+        assert m["client_errors"] == 0 and m["client_done"] > 1000
+        # Work is replies: the client's window count and the harness's agree within a sample's worth.
+        assert abs(m["client_done"] - p["work"]) <= 0.2 * p["work"]
+        assert 0 < m["latency_p50_us"] <= m["latency_p99_us"] <= m["latency_p999_us"] <= m["latency_max_us"]
+        assert p["loadgen_user_s"] + p["loadgen_system_s"] > 0
+        assert isinstance(m["client_bound"], bool) and m["client_evidence"]
+
+
+def test_a_port_taken_by_another_program_fails_the_point_with_memcacheds_word(tmp_path, monkeypatch):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        (p,) = _run(tmp_path, monkeypatch, variants=("threaded",), port=port)
+    assert p["status"] == "failed"
+    assert f"memcached-{port}" in p["reason"] and "Address already in use" in p["reason"]
+
+
+def test_a_server_answering_errors_fails_the_point(tmp_path, monkeypatch):
+    fake = tmp_path / "memcached"
+    fake.write_text(f"#!{sys.executable}\n" + (FIXTURES / "fake_memcached.py").read_text())
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(memcached.shutil, "which", lambda name: str(fake) if name == "memcached" else None)
+    (p,) = _run(tmp_path, monkeypatch, variants=("threaded",))
+    assert p["status"] == "failed"
+    assert "answered a get of a missing key with 'SERVER_ERROR out of memory'" in p["reason"]
+
+
+@pytest.mark.parametrize("victim", ["server", "client"])
+def test_a_process_that_dies_mid_window_fails_the_point(tmp_path, monkeypatch, victim):
+    opened = memcached.MemcachedInstance.window_opened
+
+    def open_and_kill(self):
+        opened(self)
+        proc = self.servers[0].proc if victim == "server" else self.client.proc
+        proc.kill()
+
+    monkeypatch.setattr(memcached.MemcachedInstance, "window_opened", open_and_kill)
+    (p,) = _run(tmp_path, monkeypatch, variants=("per-core",))
+    assert p["status"] == "failed"
+    assert ("memcached-" if victim == "server" else "memload") in p["reason"]
+    assert "killed by signal 9" in p["reason"]
