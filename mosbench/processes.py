@@ -86,6 +86,14 @@ class Launcher:
             return ""
         return lines[-1] if lines else ""
 
+    def first_error(self, name: str) -> str:
+        """The first line a program wrote to stderr: the cause, for programs that then list its echoes."""
+        try:
+            lines = (self.logdir / f"{name}.err").read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return lines[0] if lines else ""
+
     def log_tail(self, name: str, lines: int = 20) -> str:
         chunks = []
         for suffix in ("err", "out"):

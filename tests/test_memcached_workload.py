@@ -9,34 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from mosbench import store, topology, workloads
-from mosbench.plan import Plan
-from mosbench.sweep import Sweep
 from mosbench.workloads import memcached
 from tests.conftest import FIXTURES, needs_native, needs_root
-from tests.test_run_system import _leftovers, _our_cgroups
+from tests.servers import run_points
+from tests.test_run_system import _leftovers
 
 pytestmark = [needs_native, needs_root,
               pytest.mark.skipif(not shutil.which("memcached"), reason="memcached not installed")]
 
 
 def _run(tmp_path: Path, monkeypatch, variants=("per-core", "threaded"), cores=None, **params):
-    monkeypatch.setenv("MOSBENCH_STATE", str(tmp_path / "state"))
-    topo = topology.read()
-    w = workloads.get("memcached")
-    p = {**{q.name: q.default for q in w.params}, **params}
-    w.check_params(p)
-    plan = Plan(selections=[("memcached", "")], variants={"memcached": list(variants)},
-                cores=cores or [1], trials=1, warmup=0.3, duration=1.0, interval=0.5,
-                params={"memcached": p})
-    db = store.Store(str(tmp_path / "s.sqlite"))
-    run_id = db.create_run(plan.to_json(), {"hostname": "h"}, "test")
-    outcome = Sweep(db, plan, topo, cache=tmp_path / "cache").run(run_id)
-    assert outcome.status == "complete"
-    # The run's guardian lives as long as its harness (this test process); nothing else may.
-    left = [p for p in _leftovers(str(tmp_path)) + _leftovers("memcached -u") if "mosbench.guardian" not in p]
-    assert not left and not _our_cgroups()
-    return db.points(run_id)
+    points = run_points(tmp_path, monkeypatch, "memcached", "", variants, cores, **params)
+    assert not _leftovers("memcached -u")
+    return points
 
 
 def test_both_variants_count_replies_and_measure_the_client(tmp_path, monkeypatch):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mosbench.errors import UserError
+from mosbench.workloads.apache import Apache
 from mosbench.workloads.base import Workload
 from mosbench.workloads.memcached import Memcached
 from mosbench.workloads.metis import Metis
@@ -10,7 +11,7 @@ from mosbench.workloads.micro import Micro
 from mosbench.workloads.psearchy import Psearchy
 from mosbench.workloads.scale import Scale
 
-REGISTRY: dict[str, type[Workload]] = {w.name: w for w in (Micro, Scale, Metis, Psearchy, Memcached)}
+REGISTRY: dict[str, type[Workload]] = {w.name: w for w in (Micro, Scale, Metis, Psearchy, Memcached, Apache)}
 
 
 def get(name: str) -> Workload:

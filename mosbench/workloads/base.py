@@ -206,3 +206,18 @@ class Workload(ABC):
     def figures_for(self, test: str) -> tuple[str, ...]:
         """Figures of the workload's own for a test, by name (the report draws each it knows)."""
         return ()
+
+
+def open_path_to(path: Path, stop: Path) -> None:
+    """Lets other users (a server that drops root) traverse every directory from stop down to path.
+
+    The run's scratch directories are made private (0700); a server running as www-data or postgres
+    must still reach its files inside them. Search permission only: nothing becomes listable.
+    """
+    path, stop = path.resolve(), stop.resolve()
+    for d in [path, *path.parents]:
+        if d == stop.parent or not d.is_relative_to(stop):
+            break
+        mode = d.stat().st_mode
+        if not mode & 0o001:
+            d.chmod((mode & 0o7777) | 0o011)

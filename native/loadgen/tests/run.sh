@@ -1,13 +1,46 @@
 #!/usr/bin/env bash
 # The load generators' tests: the histogram in every flavour, then each build of mosbench-memload
 # against a private memcached on loopback (plain, ThreadSanitizer, AddressSanitizer): every request
-# answered, none lost (2 s time-outs, 80 requests in flight: nothing overflows), no error; a port with no server is a clear failure, a bad flag exit 2.
-# usage: run.sh TEST_HIST... -- MEMLOAD...
+# answered, none lost (2 s time-outs, 80 requests in flight: nothing overflows), no error; a port
+# with no server is a clear failure, a bad flag exit 2.
+# Then each build of mosbench-httpload against Python's http.server: every response checked, the
+# wrong body length and an error status each a clear failure.
+# usage: run.sh TEST_HIST... -- MEMLOAD... -- HTTPLOAD...
 set -euo pipefail
 hists=()
 while [[ $# -gt 0 && $1 != -- ]]; do hists+=("$1"); shift; done
 shift
+memloads=()
+while [[ $# -gt 0 && $1 != -- ]]; do memloads+=("$1"); shift; done
+shift
+httploads=("$@")
 for t in "${hists[@]}"; do "$t"; done
+cpus=$(python3 -c 'import os; print(",".join(map(str, sorted(os.sched_getaffinity(0)))))')
+free_tcp_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+web=$(mktemp -d)
+head -c 299 /dev/zero | tr '\0' m > "$web/index.html"; echo >> "$web/index.html"
+hport=$(free_tcp_port)
+python3 -m http.server --bind 127.0.0.1 --directory "$web" "$hport" >/dev/null 2>&1 &
+httpd=$!
+trap 'kill "$httpd" 2>/dev/null; wait "$httpd" 2>/dev/null; rm -rf "$web"' EXIT
+for i in $(seq 50); do python3 -c "import socket; socket.create_connection(('127.0.0.1', $hport))" 2>/dev/null && break; sleep 0.1; done
+hout=$(mktemp)
+for bin in "${httploads[@]}"; do
+    "$bin" --ports "$hport" --cpus "$cpus" --connections-per-port 2 --expect-bytes 300 --warmup 0.2 --duration 1 > "$hout"
+    read -r done lost errors < <(sed -n 's/.*done=\([0-9]*\) lost=\([0-9]*\) errors=\([0-9]*\).*/\1 \2 \3/p' "$hout")
+    [[ ${done:-0} -gt 50 && $lost -eq 0 && $errors -eq 0 ]] || { echo "$bin: $(cat "$hout")" >&2; exit 1; }
+    echo "$bin: $(cat "$hout")"
+done
+if "${httploads[0]}" --ports "$hport" --cpus 0 --expect-bytes 301 --duration 1 > "$hout" 2>&1; then
+    echo "httpload: a wrong body length passed" >&2; exit 1
+fi
+grep -q "body of 300 bytes, 301 expected" "$hout" || { echo "httpload: unclear failure: $(cat "$hout")" >&2; exit 1; }
+if "${httploads[0]}" --ports "$hport" --cpus 0 --path /missing --duration 1 > "$hout" 2>&1; then
+    echo "httpload: a 404 passed" >&2; exit 1
+fi
+grep -q "answered 'HTTP/1.0 404" "$hout" || { echo "httpload: unclear 404 failure: $(cat "$hout")" >&2; exit 1; }
+rm -f "$hout"
 
 if ! command -v memcached >/dev/null; then
     echo "loadgen: memcached not installed, memload tests skipped" >&2
@@ -19,14 +52,13 @@ port=$(free_udp_port)
 memcached -u "$user" -l 127.0.0.1 -p 0 -U "$port" -t 1 -m 16 &
 server=$!
 out=$(mktemp)
-trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; rm -f "$out" "$out.json"' EXIT
-cpus=$(python3 -c 'import os; print(",".join(map(str, sorted(os.sched_getaffinity(0)))))')
+trap 'kill "$server" "$httpd" 2>/dev/null; wait "$server" "$httpd" 2>/dev/null; rm -rf "$out" "$out.json" "$web"' EXIT
 for i in $(seq 50); do   # memcached binds its UDP port a moment after it starts
     python3 -c "import socket,sys; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(0.1); s.sendto(b'\0\1\0\0\0\1\0\0version\r\n', ('127.0.0.1', $port)); s.recv(100)" 2>/dev/null && break
     sleep 0.1
 done
 
-for bin in "$@"; do
+for bin in "${memloads[@]}"; do
     "$bin" --ports "$port" --cpus "$cpus" --contexts-per-port 4 --timeout-ms 2000 --warmup 0.2 --duration 1 --result "$out.json" > "$out"
     read -r sent done lost errors < <(sed -n 's/.*sent=\([0-9]*\) done=\([0-9]*\) lost=\([0-9]*\) errors=\([0-9]*\).*/\1 \2 \3 \4/p' "$out")
     [[ ${done:-0} -gt 1000 ]] || { echo "$bin: only ${done:-0} replies: $(cat "$out")" >&2; exit 1; }
@@ -38,7 +70,7 @@ for bin in "$@"; do
     echo "$bin: $(cat "$out")"
 done
 
-bin=$1
+bin=${memloads[0]}
 nobody=$(free_udp_port)
 if "$bin" --ports "$nobody" --cpus 0 --warmup 0 --duration 1 > "$out" 2>&1; then
     echo "memload: no failure for a port without a server" >&2; exit 1

@@ -1,0 +1,418 @@
+/*
+ * mosbench-httpload: the paper's Apache client (section 5.4): HTTP GETs of one static file.
+ *
+ * Each connection slot repeatedly connects, sends a GET, reads the whole response and checks it
+ * (status 200, Content-Length and body of the expected size), then, by default, waits for the
+ * server to close and opens a new connection for the next request: one connection per request, as
+ * the paper ran Apache. With --keepalive a slot keeps its connection for every request. Slots are
+ * spread evenly over the ports and over the threads (a thread per load-generator CPU, one epoll set
+ * each). A request not answered within --timeout-ms is lost and its connection reset.
+ */
+#include "run.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define NAME "mosbench-httpload"
+#define BUF_SIZE 16384
+#define SCAN_NS 10000000ull
+
+enum conn_state { CONNECTING, SENDING, READING, DRAINING };
+
+struct conn {
+	int fd;
+	uint16_t port;
+	enum conn_state state;
+	uint64_t started_ns;	/* the request's start: its connect, or its send on a kept connection */
+	size_t sent;
+	size_t have;
+	char buf[BUF_SIZE];
+};
+
+struct httpload {
+	struct in_addr host;
+	uint16_t *ports;
+	unsigned nports;
+	unsigned per_port;
+	const char *path;
+	long expect_bytes;	/* body length every response must have; -1: any */
+	int keepalive;
+	uint64_t timeout_ns;
+	char request[512];
+	size_t request_len;
+	struct conn *conns;
+	unsigned nconns;
+};
+
+struct http_thread {
+	int epfd;
+	struct conn **mine;
+	unsigned nmine;
+};
+
+static int start_request(struct load_thread *t, const struct httpload *h, struct conn *c);
+
+static void watch(struct http_thread *ht, struct conn *c, uint32_t events, int op)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = c };
+	epoll_ctl(ht->epfd, op, c->fd, &ev);
+}
+
+static int reconnect(struct load_thread *t, const struct httpload *h, struct conn *c)
+{
+	struct http_thread *ht = t->priv;
+	if (c->fd >= 0)
+		close(c->fd);	/* also leaves the epoll set */
+	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (c->fd < 0) {
+		load_fail(&t->run->stats, NAME ": socket: %s", strerror(errno));
+		return -1;
+	}
+	int one = 1;
+	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(c->port), .sin_addr = h->host };
+	c->started_ns = load_now_ns();
+	c->sent = c->have = 0;
+	if (connect(c->fd, (struct sockaddr *)&to, sizeof(to)) && errno != EINPROGRESS) {
+		if (errno == EADDRNOTAVAIL) {
+			load_fail(&t->run->stats, NAME ": out of local ports connecting to %u (TIME_WAIT?)", c->port);
+			return -1;
+		}
+		load_fail(&t->run->stats, NAME ": connect to 127.0.0.1:%u: %s", c->port, strerror(errno));
+		return -1;
+	}
+	c->state = CONNECTING;
+	watch(ht, c, EPOLLOUT, EPOLL_CTL_ADD);
+	return 0;
+}
+
+static int start_request(struct load_thread *t, const struct httpload *h, struct conn *c)
+{
+	if (!h->keepalive || c->fd < 0)
+		return reconnect(t, h, c);
+	c->started_ns = load_now_ns();
+	c->sent = c->have = 0;
+	c->state = SENDING;
+	watch(t->priv, c, EPOLLOUT, EPOLL_CTL_MOD);
+	return 0;
+}
+
+/* A complete response in c->buf: 1, incomplete: 0, malformed or wrong: -1 (after failing the run). */
+static int parse_response(struct load_thread *t, const struct httpload *h, struct conn *c, size_t *used)
+{
+	char *end = memmem(c->buf, c->have, "\r\n\r\n", 4);
+	if (!end) {
+		if (c->have == BUF_SIZE) {
+			load_fail(&t->run->stats, NAME ": port %u sent more than %d bytes of headers", c->port, BUF_SIZE);
+			return -1;
+		}
+		return 0;
+	}
+	size_t header_len = (size_t)(end - c->buf) + 4;
+	int status = 0;
+	if (sscanf(c->buf, "HTTP/%*d.%*d %d", &status) != 1 || status != 200) {
+		load_count(t, LC_ERRORS, 1);
+		int line = (int)strcspn(c->buf, "\r\n");
+		load_fail(&t->run->stats, NAME ": port %u answered '%.*s'", c->port, line > 80 ? 80 : line, c->buf);
+		return -1;
+	}
+	long length = -1;
+	for (char *p = c->buf; p < end; p = strstr(p, "\r\n") + 2) {
+		if (!strncasecmp(p, "Content-Length:", 15)) {
+			length = strtol(p + 15, NULL, 10);
+			break;
+		}
+	}
+	if (length < 0) {
+		load_fail(&t->run->stats, NAME ": port %u answered without a Content-Length", c->port);
+		return -1;
+	}
+	if (h->expect_bytes >= 0 && length != h->expect_bytes) {
+		load_count(t, LC_ERRORS, 1);
+		load_fail(&t->run->stats, NAME ": port %u sent a body of %ld bytes, %ld expected", c->port, length,
+			  h->expect_bytes);
+		return -1;
+	}
+	if (header_len + (size_t)length > BUF_SIZE) {
+		load_fail(&t->run->stats, NAME ": a %ld-byte body does not fit the client's buffer", length);
+		return -1;
+	}
+	if (c->have < header_len + (size_t)length)
+		return 0;
+	*used = header_len + (size_t)length;
+	return 1;
+}
+
+static int on_event(struct load_thread *t, const struct httpload *h, struct conn *c, uint32_t events)
+{
+	if (c->state == CONNECTING) {
+		int err = 0;
+		socklen_t len = sizeof(err);
+		getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+		if (err) {
+			load_fail(&t->run->stats, NAME ": connect to 127.0.0.1:%u: %s", c->port, strerror(err));
+			return -1;
+		}
+		c->state = SENDING;
+	}
+	if (c->state == SENDING) {
+		ssize_t n = send(c->fd, h->request + c->sent, h->request_len - c->sent, MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EAGAIN)
+				return 0;
+			load_fail(&t->run->stats, NAME ": send to port %u: %s", c->port, strerror(errno));
+			return -1;
+		}
+		c->sent += (size_t)n;
+		if (c->sent < h->request_len)
+			return 0;
+		load_count(t, LC_SENT, 1);
+		c->state = READING;
+		watch(t->priv, c, EPOLLIN, EPOLL_CTL_MOD);
+		return 0;
+	}
+	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+		return 0;
+	for (;;) {
+		char sink[512];
+		char *into = c->state == DRAINING ? sink : c->buf + c->have;
+		size_t room = c->state == DRAINING ? sizeof(sink) : BUF_SIZE - c->have;
+		ssize_t n = recv(c->fd, into, room, 0);
+		if (n < 0) {
+			if (errno == EAGAIN)
+				return 0;
+			if (errno == ECONNRESET && c->state == DRAINING)
+				return start_request(t, h, c);
+			load_fail(&t->run->stats, NAME ": recv from port %u: %s", c->port, strerror(errno));
+			return -1;
+		}
+		if (n == 0) {
+			if (c->state == DRAINING)	/* the server closed: the next request gets a new connection */
+				return start_request(t, h, c);
+			load_fail(&t->run->stats, NAME ": port %u closed the connection mid-response", c->port);
+			return -1;
+		}
+		if (c->state == DRAINING) {
+			load_fail(&t->run->stats, NAME ": port %u sent bytes after a complete response", c->port);
+			return -1;
+		}
+		c->have += (size_t)n;
+		size_t used = 0;
+		int done = parse_response(t, h, c, &used);
+		if (done < 0)
+			return -1;
+		if (!done)
+			continue;
+		load_latency(t, load_now_ns() - c->started_ns);
+		load_count(t, LC_DONE, 1);
+		if (h->keepalive)
+			return start_request(t, h, c);
+		c->state = DRAINING;
+	}
+}
+
+static void *http_thread(struct load_thread *t)
+{
+	const struct httpload *h = t->run->priv;
+	struct http_thread *ht = t->priv;
+	for (unsigned i = 0; i < ht->nmine; i++)
+		if (reconnect(t, h, ht->mine[i]))
+			return NULL;
+	struct epoll_event events[256];
+	uint64_t next_scan = load_now_ns() + SCAN_NS;
+	while (!load_stopping(t->run)) {
+		load_poll_phase(t);
+		int n = epoll_wait(ht->epfd, events, 256, 10);
+		if (n < 0 && errno != EINTR) {
+			load_fail(&t->run->stats, NAME ": epoll_wait: %s", strerror(errno));
+			return NULL;
+		}
+		for (int i = 0; i < n; i++)
+			if (on_event(t, h, events[i].data.ptr, events[i].events))
+				return NULL;
+		uint64_t now = load_now_ns();
+		if (now < next_scan)
+			continue;
+		next_scan = now + SCAN_NS;
+		for (unsigned i = 0; i < ht->nmine; i++) {
+			struct conn *c = ht->mine[i];
+			if (c->state != DRAINING && now - c->started_ns >= h->timeout_ns) {
+				load_count(t, LC_LOST, 1);
+				if (reconnect(t, h, c))
+					return NULL;
+			}
+		}
+	}
+	return NULL;
+}
+
+static void describe(struct load_run *r, FILE *out)
+{
+	const struct httpload *h = r->priv;
+	fprintf(out, "\"connections\": %u, \"ports\": %u, \"keepalive\": %s, \"timeout_ms\": %.0f",
+		h->nconns, h->nports, h->keepalive ? "true" : "false", (double)h->timeout_ns / 1e6);
+}
+
+static int parse_ports(const char *s, struct httpload *h)
+{
+	unsigned cap = 16;
+	h->ports = malloc(cap * sizeof(*h->ports));
+	while (h->ports && *s) {
+		char *end;
+		long a = strtol(s, &end, 10), b = a;
+		if (end == s || a < 1 || a > 65535)
+			return -1;
+		if (*end == '-') {
+			s = end + 1;
+			b = strtol(s, &end, 10);
+			if (end == s || b < a || b > 65535)
+				return -1;
+		}
+		for (long p = a; p <= b; p++) {
+			if (h->nports == cap) {
+				cap *= 2;
+				uint16_t *grown = realloc(h->ports, cap * sizeof(*h->ports));
+				if (!grown)
+					return -1;
+				h->ports = grown;
+			}
+			h->ports[h->nports++] = (uint16_t)p;
+		}
+		if (*end == ',')
+			end++;
+		else if (*end)
+			return -1;
+		s = end;
+	}
+	return h->ports && h->nports ? 0 : -1;
+}
+
+static long parse_number(const char *what, const char *arg, long lo, long hi)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v < lo || v > hi) {
+		fprintf(stderr, NAME ": --%s must be a whole number from %ld to %ld, not '%s'\n", what, lo, hi, arg);
+		exit(2);
+	}
+	return v;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: " NAME " --ports LIST --cpus LIST [--connections-per-port N] [--path P]\n"
+		"                         [--expect-bytes N] [--keepalive] [--timeout-ms MS] [options]\n"
+		"  --ports LIST       HTTP ports on 127.0.0.1\n"
+		"  --connections-per-port N   concurrent connections per port (default 2)\n"
+		"  --path P           the file to GET (default /index.html)\n"
+		"  --expect-bytes N   every body must be N bytes (default: any)\n"
+		"  --keepalive        every request on one kept connection (default: a connection each)\n"
+		"  --timeout-ms MS    a request not answered by then is lost (default 5000)\n"
+		LOAD_RUN_USAGE);
+}
+
+int main(int argc, char **argv)
+{
+	struct httpload h = { .per_port = 2, .path = "/index.html", .expect_bytes = -1, .timeout_ns = 5000000000ull };
+	struct load_run r = { .name = NAME, .thread_fn = http_thread, .describe = describe, .priv = &h };
+	inet_pton(AF_INET, "127.0.0.1", &h.host);
+	const struct option options[] = {
+		{ "ports", required_argument, NULL, 'p' },
+		{ "connections-per-port", required_argument, NULL, 'c' },
+		{ "path", required_argument, NULL, 'P' },
+		{ "expect-bytes", required_argument, NULL, 'e' },
+		{ "keepalive", no_argument, NULL, 'k' },
+		{ "timeout-ms", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		LOAD_RUN_LONG_OPTIONS,
+		{ 0 },
+	};
+	int opt;
+	while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
+		if (load_run_option(&r, opt, optarg))
+			continue;
+		switch (opt) {
+		case 'p':
+			if (parse_ports(optarg, &h)) {
+				fprintf(stderr, NAME ": bad port list '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'c': h.per_port = (unsigned)parse_number("connections-per-port", optarg, 1, 65536); break;
+		case 'P': h.path = optarg; break;
+		case 'e': h.expect_bytes = parse_number("expect-bytes", optarg, 0, BUF_SIZE / 2); break;
+		case 'k': h.keepalive = 1; break;
+		case 't': h.timeout_ns = (uint64_t)parse_number("timeout-ms", optarg, 1, 600000) * 1000000ull; break;
+		case 'h': usage(); return 0;
+		default: usage(); return 2;
+		}
+	}
+	if (!h.nports || !r.nthreads) {
+		usage();
+		return 2;
+	}
+	int len = snprintf(h.request, sizeof(h.request), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\n", h.path,
+			   h.keepalive ? "" : "Connection: close\r\n");
+	if (len < 0 || (size_t)len >= sizeof(h.request) || h.path[0] != '/') {
+		fprintf(stderr, NAME ": --path must start with / and be short\n");
+		return 2;
+	}
+	h.request_len = (size_t)len;
+	h.nconns = h.nports * h.per_port;
+	if (load_reserve_fds(NAME, h.nconns + r.nthreads + 64))
+		return 1;
+	h.conns = calloc(h.nconns, sizeof(*h.conns));
+	r.threads = calloc(r.nthreads, sizeof(*r.threads));
+	struct http_thread *hts = calloc(r.nthreads, sizeof(*hts));
+	if (!h.conns || !r.threads || !hts) {
+		fprintf(stderr, NAME ": out of memory\n");
+		return 1;
+	}
+	int status = 1;
+	for (unsigned i = 0; i < r.nthreads; i++)
+		hts[i].epfd = -1;
+	for (unsigned i = 0; i < r.nthreads; i++) {
+		r.threads[i] = (struct load_thread){ .id = i, .cpu = r.cpus[i], .run = &r, .priv = &hts[i] };
+		hist_init(&r.threads[i].latency);
+		hts[i].epfd = epoll_create1(EPOLL_CLOEXEC);
+		hts[i].mine = calloc(h.nconns / r.nthreads + 1, sizeof(*hts[i].mine));
+		if (hts[i].epfd < 0 || !hts[i].mine) {
+			fprintf(stderr, NAME ": epoll: %s\n", strerror(errno));
+			goto out;
+		}
+	}
+	/* Connection i goes to port i mod ports and thread i mod threads. */
+	for (unsigned i = 0; i < h.nconns; i++) {
+		struct conn *c = &h.conns[i];
+		c->fd = -1;
+		c->port = h.ports[i % h.nports];
+		struct http_thread *ht = &hts[i % r.nthreads];
+		ht->mine[ht->nmine++] = c;
+	}
+	status = load_run_main(&r);
+out:
+	for (unsigned i = 0; i < h.nconns; i++)
+		if (h.conns[i].fd >= 0)
+			close(h.conns[i].fd);
+	for (unsigned i = 0; i < r.nthreads; i++) {
+		if (hts[i].epfd >= 0)
+			close(hts[i].epfd);
+		free(hts[i].mine);
+	}
+	free(hts);
+	free(h.conns);
+	free(h.ports);
+	load_run_free(&r);
+	return status;
+}

@@ -1,0 +1,29 @@
+"""Running a server workload for real from a test: one sweep, then a check that nothing was left."""
+
+from pathlib import Path
+
+from mosbench import store, topology, workloads
+from mosbench.plan import Plan
+from mosbench.sweep import Sweep
+from tests.test_run_system import _leftovers, _our_cgroups
+
+
+def run_points(tmp_path: Path, monkeypatch, workload: str, test: str = "", variants=(), cores=None,
+               **params) -> list[dict]:
+    """Sweeps workload/test at cores (default [1]) with short windows; returns the stored points."""
+    monkeypatch.setenv("MOSBENCH_STATE", str(tmp_path / "state"))
+    topo = topology.read()
+    w = workloads.get(workload)
+    p = {**{q.name: q.default for q in w.params}, **params}
+    w.check_params(p)
+    plan = Plan(selections=[(workload, test)], variants={workload: list(variants) or [v.name for v in w.variants]},
+                cores=cores or [1], trials=1, warmup=0.3, duration=1.0, interval=0.5, params={workload: p})
+    db = store.Store(str(tmp_path / "s.sqlite"))
+    run_id = db.create_run(plan.to_json(), {"hostname": "h"}, "test")
+    outcome = Sweep(db, plan, topo, cache=tmp_path / "cache").run(run_id)
+    assert outcome.status == "complete"
+    # The run's guardian lives as long as its harness (this test process); nothing else may.
+    left = [p for p in _leftovers(str(tmp_path)) + _leftovers("/dev/shm/mosbench-run")
+            if "mosbench.guardian" not in p]
+    assert not left and not _our_cgroups()
+    return db.points(run_id)

@@ -1,0 +1,75 @@
+"""Apache end to end with real apache2 servers on loopback, its config, and each way a point fails."""
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from mosbench.workloads import apache
+from tests.conftest import needs_native, needs_root
+from tests.servers import run_points
+
+
+def test_config_is_self_contained(tmp_path):
+    conf = apache.config(tmp_path / "root", tmp_path / "htdocs", 20123, workers=40)
+    assert "/etc/apache2" not in conf and "Include" not in conf and "CustomLog" not in conf
+    assert "Listen 127.0.0.1:20123" in conf and "ListenCoresBucketsRatio" not in conf
+    for line in conf.splitlines():
+        if line.startswith("LoadModule"):
+            assert Path(line.split()[2]).name.startswith("mod_")
+    # 40 workers fit one child of 64 threads; with 4 buckets every bucket gets a child of its own.
+    assert "ServerLimit 1" in conf
+    bucketed = apache.config(tmp_path / "root", tmp_path / "htdocs", 20123, workers=40, buckets=4)
+    assert "ListenCoresBucketsRatio 1" in bucketed and "ServerLimit 4" in bucketed
+    assert "ThreadsPerChild 10" in bucketed and "MaxRequestWorkers 40" in bucketed
+
+
+def servers(test):
+    """Real apache2 runs: need the native client, root (cgroups, the www-data user) and apache2."""
+    marks = (needs_native, needs_root, pytest.mark.skipif(not apache.APACHE.exists(), reason="apache2 not installed"))
+    for mark in marks:
+        test = mark(test)
+    return test
+
+
+@servers
+@pytest.mark.parametrize("test", ["close", "keepalive"])
+def test_both_variants_serve_checked_responses(tmp_path, monkeypatch, test):
+    points = run_points(tmp_path, monkeypatch, "apache", test, variants=("per-core", "single"))
+    for p in points:
+        assert p["status"] == "ok", p.get("reason")
+        m = p["metrics"]
+        assert m["client_errors"] == 0 and m["client_lost"] == 0 and m["client_done"] > 100
+        assert 0 < m["latency_p50_us"] <= m["latency_p99_us"]
+        assert isinstance(m["client_bound"], bool)
+
+
+@servers
+def test_a_port_taken_by_another_program_fails_the_point(tmp_path, monkeypatch):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        (p,) = run_points(tmp_path, monkeypatch, "apache", "close", variants=("single",), port=port)
+    assert p["status"] == "failed"
+    assert f"apache2-{port}" in p["reason"] and "Address already in use" in p["reason"]
+
+
+@servers
+def test_a_wrong_file_fails_the_point(tmp_path, monkeypatch):
+    monkeypatch.setattr(apache, "page", lambda size: b"m" * (size - 1))  # one byte short of what is expected
+    (p,) = run_points(tmp_path, monkeypatch, "apache", "close", variants=("per-core",))
+    assert p["status"] == "failed" and "body of 299 bytes, 300 expected" in p["reason"]
+
+
+@servers
+def test_a_server_that_dies_mid_window_fails_the_point(tmp_path, monkeypatch):
+    opened = apache.ApacheInstance.window_opened
+
+    def open_and_kill(self):
+        opened(self)
+        self.servers[0].proc.kill()
+
+    monkeypatch.setattr(apache.ApacheInstance, "window_opened", open_and_kill)
+    (p,) = run_points(tmp_path, monkeypatch, "apache", "close", variants=("per-core",))
+    assert p["status"] == "failed" and "apache2-" in p["reason"] and "killed by signal 9" in p["reason"]
