@@ -12,12 +12,13 @@ deps:
 native: deps
 	$(MAKE) -C native
 
-# The quick suite: ten kernel paths, every libscale structure, the Metis inverted index and pedsort over
-# the Linux tree's arch/ (the whole tree is psearchy's default), 1..max cores, two trials each (about
-# 9 minutes on 2 CPUs; the point count grows with the machine's series).
+# The quick suite: ten kernel paths, every libscale structure, the Metis inverted index, pedsort over
+# the Linux tree's arch/ (the whole tree is psearchy's default), memcached both ways and Apache with a
+# connection per request, 1..max cores, two trials each (about 9 minutes on 2 CPUs; the point count
+# grows with the machine's series).
 bench: native
-	$(MOSBENCH) run $(QUICK) scale metis/invindex psearchy -p psearchy.subdir=arch \
-		--cores 1..max --trials 2 --warmup 1 --duration 2 --label quick
+	$(MOSBENCH) run $(QUICK) scale metis/invindex psearchy memcached apache/close -p psearchy.subdir=arch \
+		--cores 1..max --trials 2 --warmup 0.5 --duration 2 --label quick
 	$(MOSBENCH) report latest -o report/report.html
 
 # Sampling cost against getppid at max cores, with and without the harness's per-second work.

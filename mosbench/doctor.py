@@ -14,7 +14,7 @@ from mosbench.errors import UserError
 PERF_EVENTS = ("task-clock", "context-switches", "page-faults", "cycles", "instructions", "cache-misses",
                "LLC-load-misses")
 PACKAGES = ("build-essential", "linux-perf", "memcached", "apache2", "postgresql-15", "exim4-daemon-light",
-            "linux-source-6.1", "libdb-dev", "libck-dev", "wrk")
+            "linux-source-6.1", "libdb-dev", "libck-dev", "libmemcached-tools")
 
 
 def _perf_events() -> dict[str, bool]:
@@ -35,6 +35,24 @@ def _installed(pkg: str) -> bool:
         out = subprocess.run(["dpkg-query", "-W", "-f=${Status}", pkg], capture_output=True, text=True, timeout=10)
         return "install ok installed" in out.stdout
     return False
+
+
+def _server_limits(ncpus: int) -> tuple[str, str, bool]:
+    """What server workloads at every core count need: descriptors for a client's sockets, ephemeral
+    ports for a connection per request, a deep accept queue."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    def sysctl(rel: str) -> list[str]:
+        path = Path("/proc/sys/net") / rel
+        return path.read_text().split() if path.exists() else ["?", "?"]
+
+    low, high = sysctl("ipv4/ip_local_port_range")[:2]
+    somaxconn = sysctl("core/somaxconn")[0]
+    need = 64 * ncpus  # 8 client sockets per core for memcached, 8 connections per core for Apache, and margin
+    ok = hard == resource.RLIM_INFINITY or hard >= need
+    return ("server limits", f"open files {soft} (hard {hard}, {need} wanted at {ncpus} cores); ephemeral ports "
+            f"{low}-{high}; somaxconn {somaxconn}", ok)
 
 
 def checks() -> list[tuple[str, str, bool]]:
@@ -66,6 +84,7 @@ def checks() -> list[tuple[str, str, bool]]:
     st = os.statvfs(shm) if shm.is_dir() else None
     rows.append(("tmpfs", f"/dev/shm, {st.f_bavail * st.f_frsize / 2**30:.1f} GiB free" if st else "no /dev/shm",
                  st is not None))
+    rows.append(_server_limits(len(topo.cpus)))
     try:
         native.binary("mosbench-micro")
         rows.append(("native build", str(native.build_dir()), True))

@@ -1,6 +1,6 @@
 """A file per run listing what the run changed on the machine, so a crash cannot leave it behind.
 
-Every cgroup made, CPU offlined, process started and scratch directory made is written down before it
+Every cgroup made, CPU offlined, process started, scratch directory and network namespace made is written down before it
 takes effect and crossed off when undone. A run that dies without cleaning up (SIGKILL, an OOM kill of
 the harness) leaves its journal: its guardian (guardian.py), a small process that outlives the harness,
 undoes it at once and marks the run killed in the store; should the guardian be gone too, the next
@@ -14,11 +14,13 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 SCRATCH_PREFIX = "mosbench-run"
+NETNS_PREFIX = "mosbench-"
 
 
 def state_dir() -> Path:
@@ -58,6 +60,7 @@ class Journal:
             "offlined": [],
             "procs": [],
             "dirs": [],
+            "netns": [],
         }
         self._save()
 
@@ -106,6 +109,12 @@ class Journal:
     def remove_dir(self, path: Path) -> None:
         self._remove("dirs", str(path))
 
+    def add_netns(self, name: str) -> None:
+        self._add("netns", name)
+
+    def remove_netns(self, name: str) -> None:
+        self._remove("netns", name)
+
     def close(self) -> None:
         """Ends the journal; only call once everything it lists has been undone."""
         with contextlib.suppress(FileNotFoundError):
@@ -133,6 +142,11 @@ def undo(data: dict) -> list[str]:
         if Path(d).name.startswith(SCRATCH_PREFIX) and Path(d).is_dir():
             shutil.rmtree(d, ignore_errors=True)
             done.append(f"removed scratch directory {d}")
+    for name in data.get("netns", []):
+        # Only a run's own namespace; deleting it removes its veth pair, both ends.
+        if name.startswith(NETNS_PREFIX) and Path("/run/netns", name).exists():
+            subprocess.run(["ip", "netns", "delete", name], capture_output=True, check=False)
+            done.append(f"removed network namespace {name}")
     for cpu in data.get("offlined", []):
         online = Path(f"/sys/devices/system/cpu/cpu{cpu}/online")
         with contextlib.suppress(OSError):

@@ -13,6 +13,7 @@ import json
 import mmap
 import struct
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ class LoadGenerator:
     """One native load generator process on the point's load-generator CPUs."""
 
     def __init__(self, launcher: Launcher, name: str, argv: list[str], group: Group, cpus: tuple[int, ...],
-                 scratch: Path, limit: float):
+                 scratch: Path, limit: float, enter: Callable[[], None] | None = None):
         self.launcher = launcher
         self.name = name
         self.stats_path = scratch / f"{name}.stats"
@@ -43,7 +44,7 @@ class LoadGenerator:
         self.proc: subprocess.Popen = launcher.spawn(name, [
             *argv, "--cpus", cpulist.format(cpus), "--stats", str(self.stats_path),
             "--result", str(self.result_path), "--limit", str(int(limit)),
-        ], group)
+        ], group, enter=enter)
         self._map: mmap.mmap | None = None
         self._result: dict[str, Any] | None = None
         try:

@@ -11,19 +11,19 @@ HOST = "127.0.0.1"
 FIRST, LAST = 20000, 32767
 
 
-def is_free(port: int, udp: bool = False) -> bool:
-    """Nothing listens on 127.0.0.1:port over TCP (and UDP when asked) right now."""
+def is_free(port: int, udp: bool = False, host: str = HOST) -> bool:
+    """Nothing listens on host:port over TCP (and UDP when asked) right now."""
     kinds = (socket.SOCK_STREAM, socket.SOCK_DGRAM) if udp else (socket.SOCK_STREAM,)
     for kind in kinds:
         with socket.socket(socket.AF_INET, kind) as s:
             try:
-                s.bind((HOST, port))
+                s.bind((host, port))
             except OSError:
                 return False
     return True
 
 
-def free_ports(count: int, udp: bool = False, start: int = FIRST) -> list[int]:
+def free_ports(count: int, udp: bool = False, start: int = FIRST, host: str = HOST) -> list[int]:
     """count ports, each free over TCP (and UDP) when looked at, consecutive where the range allows.
 
     Another program may take one between this look and the server's bind: the server then fails to
@@ -32,7 +32,7 @@ def free_ports(count: int, udp: bool = False, start: int = FIRST) -> list[int]:
     found: list[int] = []
     port = start
     while len(found) < count and port <= LAST:
-        if is_free(port, udp):
+        if is_free(port, udp, host):
             found.append(port)
         port += 1
     if len(found) < count:
@@ -47,6 +47,6 @@ def given_ports(base: int, count: int) -> list[int]:
     return list(range(base, base + count))
 
 
-def ports_for(base: int, count: int, udp: bool = False) -> list[int]:
+def ports_for(base: int, count: int, udp: bool = False, host: str = HOST) -> list[int]:
     """base 0: free ports found now; otherwise the user's consecutive ports from base."""
-    return free_ports(count, udp) if base == 0 else given_ports(base, count)
+    return free_ports(count, udp, host=host) if base == 0 else given_ports(base, count)

@@ -7,7 +7,7 @@ import ctypes
 import os
 import signal
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from mosbench.isolation import Group
@@ -24,23 +24,26 @@ class Launcher:
         self.procs: list[subprocess.Popen] = []
 
     def spawn(self, name: str, argv: list[str], group: Group, env: dict[str, str] | None = None,
-              cwd: Path | None = None, cpus: tuple[int, ...] | None = None) -> subprocess.Popen:
+              cwd: Path | None = None, cpus: tuple[int, ...] | None = None,
+              enter: Callable[[], None] | None = None) -> subprocess.Popen:
         """Starts argv inside group with stdout/stderr to <logdir>/<name>.{out,err}; with cpus, pinned
-        to those (within the group's)."""
+        to those (within the group's); with enter, after that step in the child (a namespace to join)."""
         self.logdir.mkdir(parents=True, exist_ok=True)
 
-        def enter() -> None:
+        def in_child() -> None:
             # Dies with the harness even if the harness is SIGKILLed, and joins its group before exec,
             # so every descendant is born confined and accounted.
             _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
             group.join()
             if cpus:
                 os.sched_setaffinity(0, cpus)
+            if enter:
+                enter()
 
         with open(self.logdir / f"{name}.out", "wb") as out, open(self.logdir / f"{name}.err", "wb") as err:
             proc = subprocess.Popen(
                 argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env, cwd=cwd,
-                preexec_fn=enter, start_new_session=True,  # a terminal's Ctrl-C goes to us alone
+                preexec_fn=in_child, start_new_session=True,  # a terminal's Ctrl-C goes to us alone
             )
         self.journal.add_proc(proc.pid)
         self.procs.append(proc)

@@ -123,7 +123,7 @@ class Sweep:
             journal.remove_dir(scratch)
             self.store.finish_run(run_id, status)
             journal.set_run(None, None)
-            if not any(journal.data[k] for k in ("cgroups", "offlined", "procs", "dirs")):
+            if not any(journal.data[k] for k in ("cgroups", "offlined", "procs", "dirs", "netns")):
                 journal.close()
             for s, h in old_handlers.items():
                 signal.signal(s, h)

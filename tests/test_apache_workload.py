@@ -11,7 +11,7 @@ from tests.servers import run_points
 
 
 def test_config_is_self_contained(tmp_path):
-    conf = apache.config(tmp_path / "root", tmp_path / "htdocs", 20123, workers=40)
+    conf = apache.config(tmp_path / "root", tmp_path / "htdocs", "127.0.0.1", 20123, workers=40)
     assert "/etc/apache2" not in conf and "Include" not in conf and "CustomLog" not in conf
     assert "Listen 127.0.0.1:20123" in conf and "ListenCoresBucketsRatio" not in conf
     for line in conf.splitlines():
@@ -19,7 +19,7 @@ def test_config_is_self_contained(tmp_path):
             assert Path(line.split()[2]).name.startswith("mod_")
     # 40 workers fit one child of 64 threads; with 4 buckets every bucket gets a child of its own.
     assert "ServerLimit 1" in conf
-    bucketed = apache.config(tmp_path / "root", tmp_path / "htdocs", 20123, workers=40, buckets=4)
+    bucketed = apache.config(tmp_path / "root", tmp_path / "htdocs", "127.0.0.1", 20123, workers=40, buckets=4)
     assert "ListenCoresBucketsRatio 1" in bucketed and "ServerLimit 4" in bucketed
     assert "ThreadsPerChild 10" in bucketed and "MaxRequestWorkers 40" in bucketed
 

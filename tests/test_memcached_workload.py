@@ -74,3 +74,18 @@ def test_a_process_that_dies_mid_window_fails_the_point(tmp_path, monkeypatch, v
     assert p["status"] == "failed"
     assert ("memcached-" if victim == "server" else "memload") in p["reason"]
     assert "killed by signal 9" in p["reason"]
+
+
+def test_veth_path_runs_and_leaves_no_namespace(tmp_path, monkeypatch):
+    from mosbench import netns
+
+    made = []
+    create = netns.create
+    monkeypatch.setattr(netns, "create", lambda journal, tag: made.append(create(journal, tag)) or made[-1])
+    (p,) = run_points(tmp_path, monkeypatch, "memcached", "", ("per-core",), net="veth")
+    assert p["status"] == "ok", p.get("reason")
+    assert p["metrics"]["net"] == "veth" and p["metrics"]["client_done"] > 1000
+    (link,) = made
+    assert link.server_addr.startswith("169.254.")
+    assert not Path("/run/netns", link.name).exists()
+    assert not Path("/sys/class/net", link.server_if).exists()

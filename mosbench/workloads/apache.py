@@ -17,11 +17,11 @@ import pwd
 from pathlib import Path
 from typing import Any
 
-from mosbench import native, ports
+from mosbench import native
 from mosbench.errors import PointFailed, UserError
-from mosbench.loadgen import AFTER, WINDOW, LoadGenerator, client_metrics
 from mosbench.servers import Server
-from mosbench.workloads.base import Instance, Param, PointContext, Sample, TestInfo, Variant, Workload, open_path_to
+from mosbench.workloads.base import Instance, Param, PointContext, TestInfo, Variant, open_path_to
+from mosbench.workloads.server import ServerInstance, ServerWorkload
 
 APACHE = Path("/usr/sbin/apache2")
 MODULES = Path("/usr/lib/apache2/modules")
@@ -46,7 +46,7 @@ def _user() -> str:
     raise UserError("apache2 needs a user to serve as: neither www-data nor nobody exists")
 
 
-def config(root: Path, docroot: Path, port: int, workers: int, buckets: int = 0) -> str:
+def config(root: Path, docroot: Path, host: str, port: int, workers: int, buckets: int = 0) -> str:
     """A complete apache2.conf of its own: nothing read from /etc/apache2.
 
     With buckets (the online CPU count), the listener is split into that many SO_REUSEPORT sockets,
@@ -61,7 +61,7 @@ def config(root: Path, docroot: Path, port: int, workers: int, buckets: int = 0)
     lines += [
         f'ServerRoot "{root}"', f'DefaultRuntimeDir "{root}"', f'PidFile "{root}/apache2.pid"',
         f'Mutex file:{root} default', f'ErrorLog "{root}/error.log"', "LogLevel warn",
-        "ServerName 127.0.0.1", f"Listen {ports.HOST}:{port}", f"User {user}", f"Group {user}",
+        "ServerName 127.0.0.1", f"Listen {host}:{port}", f"User {user}", f"Group {user}",
         "TypesConfig /dev/null", "AddType text/html .html",  # mod_mime without /etc/mime.types
         f'DocumentRoot "{docroot}"', f'<Directory "{docroot}">', "    Require all granted", "</Directory>",
         "KeepAlive On", "MaxKeepAliveRequests 0", "KeepAliveTimeout 5",
@@ -76,25 +76,18 @@ def config(root: Path, docroot: Path, port: int, workers: int, buckets: int = 0)
     return "\n".join(lines) + "\n"
 
 
-class ApacheInstance(Instance):
+class ApacheInstance(ServerInstance):
     def __init__(self, ctx: PointContext, keepalive: bool):
-        self.ctx = ctx
-        p = ctx.params
         per_core = ctx.variant == "per-core"
         count = len(ctx.cpus) if per_core else 1
-        try:
-            self.ports = ports.ports_for(p["port"], count)
-        except UserError as e:
-            raise PointFailed(str(e)) from None
-        connections = max(1, p["connections"] * len(ctx.cpus) // count)  # per port
+        super().__init__(ctx, count)
+        connections = max(1, ctx.params["connections"] * len(ctx.cpus) // count)  # per port
         docroot = ctx.scratch / "htdocs"
         docroot.mkdir()
         (docroot / "index.html").write_bytes(page(FILE_BYTES))
         # apache2's workers run as www-data: they must reach the file through the run's private scratch.
         open_path_to(docroot, ctx.run.scratch.parent)
         os.chmod(docroot / "index.html", 0o644)
-        self.servers: list[Server] = []
-        self.client: LoadGenerator | None = None
         try:
             for i, port in enumerate(self.ports):
                 root = ctx.scratch / f"apache-{port}"
@@ -102,63 +95,28 @@ class ApacheInstance(Instance):
                 conf = root / "apache2.conf"
                 # apache2 makes a bucket per online CPU of the machine (not of its cpuset).
                 buckets = 0 if per_core else os.sysconf("SC_NPROCESSORS_ONLN")
-                conf.write_text(config(root, docroot, port, connections * 2, buckets))
-                log = root / "error.log"
+                conf.write_text(config(root, docroot, self.host, port, connections * 2, buckets))
                 name = f"apache2-{port}"
                 self.servers.append(Server(
                     ctx.launcher, name, [str(APACHE), "-f", str(conf), "-DFOREGROUND"], ctx.group,
-                    port, cpus=(ctx.cpus[i],) if per_core else None, last_words=_cause(log, ctx, name)))
-            for s in self.servers:
-                s.wait_ready()
-            if not ctx.loadgen_group:
-                raise PointFailed("apache needs a load generator group")
-            self.client = LoadGenerator(ctx.launcher, "httpload", [
+                    port, cpus=(ctx.cpus[i],) if per_core else None, last_words=_cause(root / "error.log", ctx, name),
+                    host=self.host))
+            self.wait_servers()
+            self.start_client("httpload", [
                 str(native.binary("mosbench-httpload")), "--ports", ",".join(map(str, self.ports)),
                 "--connections-per-port", str(connections), "--expect-bytes", str(FILE_BYTES),
                 *(["--keepalive"] if keepalive else []),
-            ], ctx.loadgen_group, ctx.loadgen_cpus, ctx.scratch, ctx.timeout)
-            self.check()
+            ])
         except BaseException:
             self.stop()
             raise
 
-    def sample(self) -> Sample:
-        assert self.client is not None
-        return Sample(float(self.client.counters()["done"]))
-
-    def window_opened(self) -> None:
-        if self.client:
-            self.client.set_phase(WINDOW)
-
-    def window_closed(self) -> None:
-        if self.client:
-            self.client.set_phase(AFTER)
-
-    def check(self) -> None:
-        for s in self.servers:
-            s.check()
-        if self.client:
-            self.client.check()
-
-    def stop(self) -> dict[str, Any]:
-        result = self.client.stop() if self.client else {}
-        for s in self.servers:
-            s.stop()
-        metrics: dict[str, Any] = {"instances": len(self.servers), "ports": f"{self.ports[0]}-{self.ports[-1]}"}
-        metrics.update(client_metrics(result))
-        if "connections" in result:
-            metrics["client_connections"] = result["connections"]
-        return metrics
-
     def logs(self) -> str:
-        parts = []
+        parts = [super().logs()]
         for s in self.servers[:4]:
-            parts.append(s.logs(10))
             log = self.ctx.scratch / f"apache-{s.port}" / "error.log"
             if log.exists():
                 parts.append("\n".join(log.read_text(errors="replace").splitlines()[-10:]))
-        if self.client:
-            parts.append(self.client.logs())
         return "\n".join(p for p in parts if p)
 
 
@@ -175,27 +133,22 @@ def _cause(log: Path, ctx: PointContext, name: str):
     return read
 
 
-class Apache(Workload):
+class Apache(ServerWorkload):
     name = "apache"
     description = "a 300-byte static file over a new TCP connection per request, private apache2 servers"
-    unit = "request"
     variants = (
         Variant("per-core", "an apache2 per core, pinned, own port (the paper's setup)"),
         Variant("single", "one apache2, one port, a SO_REUSEPORT listener bucket per CPU"),
     )
     params = (
         Param("connections", 8, "client connections per server core, each with one request in flight"),
-        Param("client_cpus", 1.0, "load-generator CPUs per server core, from the spare ones"),
-        Param("port", 0, "first port of the servers (0: free ones found per point)"),
+        *ServerWorkload.client_params,
     )
     paper = "section 5.4 and Figure 6: accept queues, dentry and file references, the network stack"
 
     def tests(self) -> list[TestInfo]:
         return [TestInfo("close", "a new connection per request (the paper's)"),
                 TestInfo("keepalive", "every request on one kept connection, for contrast")]
-
-    def loadgen_cores(self, cores: int, params: dict[str, Any]) -> int:
-        return max(1, round(cores * params["client_cpus"]))
 
     def check_available(self) -> None:
         if not APACHE.exists() or not (MODULES / "mod_mpm_event.so").exists():
@@ -205,10 +158,7 @@ class Apache(Workload):
     def check_params(self, params: dict[str, Any]) -> None:
         if params["connections"] < 1:
             raise UserError("apache connections must be at least 1")
-        if not 0 < params["client_cpus"] <= 64:
-            raise UserError("apache client_cpus must be above 0")
-        if not 0 <= params["port"] <= 65535:
-            raise UserError("apache port must be 0 (choose) or a port number")
+        super().check_params(params)
         _user()
 
     def start(self, ctx: PointContext) -> Instance:

@@ -41,6 +41,7 @@ struct conn {
 
 struct httpload {
 	struct in_addr host;
+	const char *host_name;
 	uint16_t *ports;
 	unsigned nports;
 	unsigned per_port;
@@ -88,7 +89,7 @@ static int reconnect(struct load_thread *t, const struct httpload *h, struct con
 			load_fail(&t->run->stats, NAME ": out of local ports connecting to %u (TIME_WAIT?)", c->port);
 			return -1;
 		}
-		load_fail(&t->run->stats, NAME ": connect to 127.0.0.1:%u: %s", c->port, strerror(errno));
+		load_fail(&t->run->stats, NAME ": connect to %s:%u: %s", h->host_name, c->port, strerror(errno));
 		return -1;
 	}
 	c->state = CONNECTING;
@@ -160,7 +161,7 @@ static int on_event(struct load_thread *t, const struct httpload *h, struct conn
 		socklen_t len = sizeof(err);
 		getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
 		if (err) {
-			load_fail(&t->run->stats, NAME ": connect to 127.0.0.1:%u: %s", c->port, strerror(err));
+			load_fail(&t->run->stats, NAME ": connect to %s:%u: %s", h->host_name, c->port, strerror(err));
 			return -1;
 		}
 		c->state = SENDING;
@@ -313,7 +314,8 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: " NAME " --ports LIST --cpus LIST [--connections-per-port N] [--path P]\n"
 		"                         [--expect-bytes N] [--keepalive] [--timeout-ms MS] [options]\n"
-		"  --ports LIST       HTTP ports on 127.0.0.1\n"
+		"  --ports LIST       HTTP ports\n"
+		"  --host ADDR        the servers' IPv4 address (default 127.0.0.1)\n"
 		"  --connections-per-port N   concurrent connections per port (default 2)\n"
 		"  --path P           the file to GET (default /index.html)\n"
 		"  --expect-bytes N   every body must be N bytes (default: any)\n"
@@ -326,7 +328,8 @@ int main(int argc, char **argv)
 {
 	struct httpload h = { .per_port = 2, .path = "/index.html", .expect_bytes = -1, .timeout_ns = 5000000000ull };
 	struct load_run r = { .name = NAME, .thread_fn = http_thread, .describe = describe, .priv = &h };
-	inet_pton(AF_INET, "127.0.0.1", &h.host);
+	h.host_name = "127.0.0.1";
+	inet_pton(AF_INET, h.host_name, &h.host);
 	const struct option options[] = {
 		{ "ports", required_argument, NULL, 'p' },
 		{ "connections-per-port", required_argument, NULL, 'c' },
@@ -334,6 +337,7 @@ int main(int argc, char **argv)
 		{ "expect-bytes", required_argument, NULL, 'e' },
 		{ "keepalive", no_argument, NULL, 'k' },
 		{ "timeout-ms", required_argument, NULL, 't' },
+		{ "host", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		LOAD_RUN_LONG_OPTIONS,
 		{ 0 },
@@ -354,6 +358,13 @@ int main(int argc, char **argv)
 		case 'e': h.expect_bytes = parse_number("expect-bytes", optarg, 0, BUF_SIZE / 2); break;
 		case 'k': h.keepalive = 1; break;
 		case 't': h.timeout_ns = (uint64_t)parse_number("timeout-ms", optarg, 1, 600000) * 1000000ull; break;
+		case 'H':
+			if (inet_pton(AF_INET, optarg, &h.host) != 1) {
+				fprintf(stderr, NAME ": --host must be an IPv4 address, not '%s'\n", optarg);
+				return 2;
+			}
+			h.host_name = optarg;
+			break;
 		case 'h': usage(); return 0;
 		default: usage(); return 2;
 		}
@@ -362,7 +373,7 @@ int main(int argc, char **argv)
 		usage();
 		return 2;
 	}
-	int len = snprintf(h.request, sizeof(h.request), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\n", h.path,
+	int len = snprintf(h.request, sizeof(h.request), "GET %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", h.path, h.host_name,
 			   h.keepalive ? "" : "Connection: close\r\n");
 	if (len < 0 || (size_t)len >= sizeof(h.request) || h.path[0] != '/') {
 		fprintf(stderr, NAME ": --path must start with / and be short\n");

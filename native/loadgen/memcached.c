@@ -47,6 +47,7 @@ struct context {
 
 struct memload {
 	struct in_addr host;
+	const char *host_name;
 	uint16_t *ports;
 	unsigned nports;
 	unsigned per_port;	/* contexts per server port */
@@ -96,7 +97,7 @@ static int send_batch(struct load_thread *t, const struct memload *m, struct con
 				continue;
 			if (errno == ECONNREFUSED) {
 				/* An ICMP port-unreachable from an earlier send: the server is not there. */
-				load_fail(&t->run->stats, NAME ": 127.0.0.1:%u refused: is memcached running?", c->port);
+				load_fail(&t->run->stats, NAME ": %s:%u refused: is memcached running?", m->host_name, c->port);
 				return -1;
 			}
 			load_fail(&t->run->stats, NAME ": sendmmsg to port %u: %s", c->port, strerror(errno));
@@ -123,7 +124,7 @@ static int receive(struct load_thread *t, const struct memload *m, struct contex
 			if (errno == EAGAIN || errno == EINTR)
 				return 0;
 			if (errno == ECONNREFUSED) {
-				load_fail(&t->run->stats, NAME ": 127.0.0.1:%u refused: is memcached running?", c->port);
+				load_fail(&t->run->stats, NAME ": %s:%u refused: is memcached running?", m->host_name, c->port);
 				return -1;
 			}
 			load_fail(&t->run->stats, NAME ": recvmmsg from port %u: %s", c->port, strerror(errno));
@@ -274,7 +275,8 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: " NAME " --ports LIST --cpus LIST [--contexts-per-port N] [--batch N]\n"
 		"                        [--timeout-ms MS] [options]\n"
-		"  --ports LIST       memcached UDP ports on 127.0.0.1 (\"11300-11347\" or \"11300,11302\")\n"
+		"  --ports LIST       memcached UDP ports (\"11300-11347\" or \"11300,11302\")\n"
+		"  --host ADDR        the servers' IPv4 address (default 127.0.0.1)\n"
 		"  --contexts-per-port N   client contexts per port, each with a batch in flight (default 8)\n"
 		"  --batch N          gets per batch (default 20, at most %d)\n"
 		"  --timeout-ms MS    a batch's replies not back by then are lost (default 100)\n"
@@ -285,12 +287,14 @@ int main(int argc, char **argv)
 {
 	struct memload m = { .per_port = 8, .batch = 20, .timeout_ns = 100000000ull };
 	struct load_run r = { .name = NAME, .thread_fn = memload_thread, .describe = describe, .priv = &m };
-	inet_pton(AF_INET, "127.0.0.1", &m.host);
+	m.host_name = "127.0.0.1";
+	inet_pton(AF_INET, m.host_name, &m.host);
 	const struct option options[] = {
 		{ "ports", required_argument, NULL, 'p' },
 		{ "contexts-per-port", required_argument, NULL, 'c' },
 		{ "batch", required_argument, NULL, 'b' },
 		{ "timeout-ms", required_argument, NULL, 't' },
+		{ "host", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		LOAD_RUN_LONG_OPTIONS,
 		{ 0 },
@@ -309,6 +313,13 @@ int main(int argc, char **argv)
 		case 'c': m.per_port = parse_count("contexts-per-port", optarg, 1, 4096); break;
 		case 'b': m.batch = parse_count("batch", optarg, 1, MAX_BATCH); break;
 		case 't': m.timeout_ns = parse_count("timeout-ms", optarg, 1, 60000) * 1000000ull; break;
+		case 'H':
+			if (inet_pton(AF_INET, optarg, &m.host) != 1) {
+				fprintf(stderr, NAME ": --host must be an IPv4 address, not '%s'\n", optarg);
+				return 2;
+			}
+			m.host_name = optarg;
+			break;
 		case 'h': usage(); return 0;
 		default: usage(); return 2;
 		}
