@@ -25,6 +25,7 @@ class Cell:
     per_core: list[float] = field(default_factory=list)  # work/s/core for each ok trial
     user_us: list[float] = field(default_factory=list)  # CPU µs per unit, each trial (the server's own)
     system_us: list[float] = field(default_factory=list)
+    idle_us: list[float] = field(default_factory=list)  # the measured CPUs' idle time per unit (Figure 4's third line)
     client_user_us: list[float | None] = field(default_factory=list)  # the load generator's, per unit
     client_system_us: list[float | None] = field(default_factory=list)
     idle: list[float] = field(default_factory=list)  # shares of the measured CPUs' time: busy + idle + steal = 1
@@ -57,6 +58,10 @@ class Cell:
     @property
     def system(self) -> float | None:
         return self._at_best(self.system_us)
+
+    @property
+    def idle_time(self) -> float | None:
+        return self._at_best(self.idle_us)
 
     @property
     def client_user(self) -> float | None:
@@ -135,6 +140,7 @@ def build_series(points: list[dict[str, Any]], run_label: str | None = None) -> 
         user, system = server_seconds(p)
         c.user_us.append(per_unit_us(user, work))
         c.system_us.append(per_unit_us(system, work))
+        c.idle_us.append(per_unit_us(p["idle_s"], work))
         c.client_user_us.append(_per_unit(p.get("loadgen_user_s"), work))
         c.client_system_us.append(_per_unit(p.get("loadgen_system_s"), work))
         _, idle, steal = shares(p["user_s"], p["system_s"], p["idle_s"], p.get("steal_s") or 0.0)

@@ -20,7 +20,7 @@ from typing import Any
 from mosbench import cpulist
 from mosbench.errors import PointFailed
 from mosbench.isolation import Group
-from mosbench.processes import Launcher
+from mosbench.processes import Launcher, how_it_ended
 from mosbench.ready import file_ready, wait_ready
 
 MAGIC = b"MOSLOAD1"
@@ -101,9 +101,7 @@ class LoadGenerator:
         last = self.launcher.last_error(self.name)
         if last:
             return last
-        rc = self.proc.returncode
-        how = f"killed by signal {-rc}" if rc is not None and rc < 0 else f"exited with status {rc}"
-        return f"{self.name} {how} without a message"
+        return f"{self.name} {how_it_ended(self.proc)} without a message"
 
     def stop(self) -> dict[str, Any]:
         """Stops it (SIGTERM: it writes its result) and returns the window's result; idempotent."""

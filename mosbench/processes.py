@@ -107,6 +107,12 @@ class Launcher:
         return "\n".join(chunks)
 
 
+def how_it_ended(proc: subprocess.Popen) -> str:
+    """"exited with status N" or "killed by signal N", for a process that has ended."""
+    rc = proc.returncode
+    return f"killed by signal {-rc}" if rc is not None and rc < 0 else f"exited with status {rc}"
+
+
 @contextlib.contextmanager
 def harness_priority() -> Iterator[str]:
     """Runs the harness at the lowest real-time priority while it measures, and says how it ran.

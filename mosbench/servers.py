@@ -13,7 +13,7 @@ from pathlib import Path
 
 from mosbench.errors import PointFailed
 from mosbench.isolation import Group
-from mosbench.processes import Launcher
+from mosbench.processes import Launcher, how_it_ended
 from mosbench.ready import port_open, wait_ready
 
 
@@ -41,10 +41,8 @@ class Server:
             raise PointFailed(self.failure())
 
     def failure(self) -> str:
-        rc = self.proc.returncode
-        how = f"killed by signal {-rc}" if rc is not None and rc < 0 else f"exited with status {rc}"
         said = (self._last_words() if self._last_words else "") or self.launcher.last_error(self.name)
-        return f"{self.name} (port {self.port}) {how}" + (f": {said}" if said else "")
+        return f"{self.name} (port {self.port}) {how_it_ended(self.proc)}" + (f": {said}" if said else "")
 
     def stop(self) -> None:
         self.launcher.stop(self.proc)

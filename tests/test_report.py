@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from mosbench import analysis, lockmodel, store
 from mosbench.lockmodel import LockParams
 from mosbench.report import html, plots, rows, table
@@ -112,6 +114,8 @@ def test_client_cpu_time_apart_and_shares_that_add_up(tmp_path):
     assert t.column("user µs") == ["2"] and t.column("sys µs") == ["6"]  # the server's group, per request
     assert t.column("client µs u+s") == ["4+4"]
     assert t.column("idle") == ["10%"] and t.column("steal") == ["10%"]  # of 2 s: busy 80%, idle 10%, steal 10%
+    (s,) = analysis.build_series(db.points(run))
+    assert s.cells[2].idle_time == pytest.approx(2.0)  # 0.2 idle CPU-seconds over 1e5 requests: the breakdown's idle
     terminal = table.render(t)
     assert "workload's own (best trial)" not in [c.header for c in terminal.columns]  # wide: HTML only
 

@@ -322,7 +322,12 @@ def test_load_generator_has_a_group_of_its_own_on_shared_cpus(tmp_path, monkeypa
     assert Sweep(db, plan, topo, cache=tmp_path / "cache").run(run_id).failed == 0
     (p,) = db.points(run_id)
     assert p["loadgen_shared"] and p["loadgen_cpus"] == p["cpus"]
-    # Each burner ran about 1.5 s of the window (two burners on at least two CPUs), each in its own group.
-    assert 1.0 < p["cgroup_user_s"] + p["cgroup_system_s"] < 2.0
-    assert 1.0 < p["loadgen_user_s"] + p["loadgen_system_s"] < 2.0
+    # The two groups together hold the measured CPUs' busy time, each burner about half of it, never
+    # the client's charged to the server. (Stated against the busy time, not the window: a VM's
+    # steal takes its share of both.)
+    server = p["cgroup_user_s"] + p["cgroup_system_s"]
+    client = p["loadgen_user_s"] + p["loadgen_system_s"]
+    busy = p["user_s"] + p["system_s"]
+    assert server + client == pytest.approx(busy, rel=0.15)
+    assert 0.3 < server / busy < 0.7 and 0.3 < client / busy < 0.7
     assert not _our_cgroups()

@@ -2,7 +2,8 @@
 
 Per test (the paper's Figures 4–11): per-core throughput against cores on the left axis (solid, the
 best trial with a bar from the worst to the best), CPU µs per unit of work on the right axis (user
-dashed, system dotted), one colour per variant. The summary (Figure 3): per-core throughput at the
+dashed, system dotted, and idle dash-dotted where the CPUs idled: the paper's runtime breakdown),
+one colour per variant. The summary (Figure 3): per-core throughput at the
 most cores relative to one core, as bars, variants side by side. Per-second samples at the highest
 core count show warm-up, drift and throttling (for a job, how busy its CPUs were).
 """
@@ -38,6 +39,9 @@ def _core_ticks(ax, counts: list[int]) -> None:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
+IDLE_SHOWN = 0.01  # a variant's idle line is drawn once some point of it was this idle
+
+
 def test_figure(series: list[Series], title: str) -> Figure:
     fig, left = plt.subplots(figsize=(7.2, 4.2), layout="constrained")
     right = left.twinx()
@@ -60,6 +64,9 @@ def test_figure(series: list[Series], title: str) -> Figure:
                    label=f"{s.variant}: user")
         right.plot(xs, [c.system * cpu for c in cells], color=color, linestyle=":", linewidth=1.5,
                    label=f"{s.variant}: system")
+        if any((c.idle_fraction or 0) >= IDLE_SHOWN for c in cells):  # the paper's runtime breakdown
+            right.plot(xs, [c.idle_time * cpu for c in cells], color=color, linestyle="-.", linewidth=1.0,
+                       label=f"{s.variant}: idle")
         failed = [c.cores for c in s.cells.values() if c.failed and not c.per_core]
         if failed:
             left.plot(failed, [0] * len(failed), "x", color=color, markersize=8, label=f"{s.variant}: failed")

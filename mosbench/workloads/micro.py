@@ -23,6 +23,7 @@ from typing import Any
 
 from mosbench import cpulist, native
 from mosbench.errors import PointFailed, UserError
+from mosbench.processes import how_it_ended
 from mosbench.ready import file_ready, wait_ready
 from mosbench.workloads.base import Instance, Param, PointContext, RunContext, Sample, TestInfo, Variant, Workload
 
@@ -108,9 +109,7 @@ class MicroInstance(Instance):
         last = self.ctx.launcher.last_error(self.name)
         if last:
             return last
-        rc = self.proc.returncode
-        how = f"killed by signal {-rc}" if rc is not None and rc < 0 else f"exited with status {rc}"
-        return f"{self.name} {how} without a message"
+        return f"{self.name} {how_it_ended(self.proc)} without a message"
 
     def stop(self) -> dict[str, Any]:
         if not self._stopped:

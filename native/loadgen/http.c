@@ -264,52 +264,6 @@ static void describe(struct load_run *r, FILE *out)
 		h->nconns, h->nports, h->keepalive ? "true" : "false", (double)h->timeout_ns / 1e6);
 }
 
-static int parse_ports(const char *s, struct httpload *h)
-{
-	unsigned cap = 16;
-	h->ports = malloc(cap * sizeof(*h->ports));
-	while (h->ports && *s) {
-		char *end;
-		long a = strtol(s, &end, 10), b = a;
-		if (end == s || a < 1 || a > 65535)
-			return -1;
-		if (*end == '-') {
-			s = end + 1;
-			b = strtol(s, &end, 10);
-			if (end == s || b < a || b > 65535)
-				return -1;
-		}
-		for (long p = a; p <= b; p++) {
-			if (h->nports == cap) {
-				cap *= 2;
-				uint16_t *grown = realloc(h->ports, cap * sizeof(*h->ports));
-				if (!grown)
-					return -1;
-				h->ports = grown;
-			}
-			h->ports[h->nports++] = (uint16_t)p;
-		}
-		if (*end == ',')
-			end++;
-		else if (*end)
-			return -1;
-		s = end;
-	}
-	return h->ports && h->nports ? 0 : -1;
-}
-
-static long parse_number(const char *what, const char *arg, long lo, long hi)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(arg, &end, 10);
-	if (errno || end == arg || *end || v < lo || v > hi) {
-		fprintf(stderr, NAME ": --%s must be a whole number from %ld to %ld, not '%s'\n", what, lo, hi, arg);
-		exit(2);
-	}
-	return v;
-}
-
 static void usage(void)
 {
 	fprintf(stderr, "usage: " NAME " --ports LIST --cpus LIST [--connections-per-port N] [--path P]\n"
@@ -348,16 +302,16 @@ int main(int argc, char **argv)
 			continue;
 		switch (opt) {
 		case 'p':
-			if (parse_ports(optarg, &h)) {
+			if (load_parse_ports(optarg, &h.ports, &h.nports)) {
 				fprintf(stderr, NAME ": bad port list '%s'\n", optarg);
 				return 2;
 			}
 			break;
-		case 'c': h.per_port = (unsigned)parse_number("connections-per-port", optarg, 1, 65536); break;
+		case 'c': h.per_port = (unsigned)load_parse_number(NAME, "connections-per-port", optarg, 1, 65536); break;
 		case 'P': h.path = optarg; break;
-		case 'e': h.expect_bytes = parse_number("expect-bytes", optarg, 0, BUF_SIZE / 2); break;
+		case 'e': h.expect_bytes = load_parse_number(NAME, "expect-bytes", optarg, 0, BUF_SIZE / 2); break;
 		case 'k': h.keepalive = 1; break;
-		case 't': h.timeout_ns = (uint64_t)parse_number("timeout-ms", optarg, 1, 600000) * 1000000ull; break;
+		case 't': h.timeout_ns = (uint64_t)load_parse_number(NAME, "timeout-ms", optarg, 1, 600000) * 1000000ull; break;
 		case 'H':
 			if (inet_pton(AF_INET, optarg, &h.host) != 1) {
 				fprintf(stderr, NAME ": --host must be an IPv4 address, not '%s'\n", optarg);

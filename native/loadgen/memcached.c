@@ -225,52 +225,6 @@ static void describe(struct load_run *r, FILE *out)
 		m->ncontexts, m->nports, m->batch, (double)m->timeout_ns / 1e6, REQUEST_LEN);
 }
 
-static int parse_ports(const char *s, struct memload *m)
-{
-	unsigned cap = 16;
-	m->ports = malloc(cap * sizeof(*m->ports));
-	while (m->ports && *s) {
-		char *end;
-		long a = strtol(s, &end, 10), b = a;
-		if (end == s || a < 1 || a > 65535)
-			return -1;
-		if (*end == '-') {
-			s = end + 1;
-			b = strtol(s, &end, 10);
-			if (end == s || b < a || b > 65535)
-				return -1;
-		}
-		for (long p = a; p <= b; p++) {
-			if (m->nports == cap) {
-				cap *= 2;
-				uint16_t *grown = realloc(m->ports, cap * sizeof(*m->ports));
-				if (!grown)
-					return -1;
-				m->ports = grown;
-			}
-			m->ports[m->nports++] = (uint16_t)p;
-		}
-		if (*end == ',')
-			end++;
-		else if (*end)
-			return -1;
-		s = end;
-	}
-	return m->ports && m->nports ? 0 : -1;
-}
-
-static unsigned parse_count(const char *what, const char *arg, unsigned lo, unsigned hi)
-{
-	char *end;
-	errno = 0;
-	unsigned long v = strtoul(arg, &end, 10);
-	if (errno || end == arg || *end || v < lo || v > hi) {
-		fprintf(stderr, NAME ": --%s must be a whole number from %u to %u, not '%s'\n", what, lo, hi, arg);
-		exit(2);
-	}
-	return (unsigned)v;
-}
-
 static void usage(void)
 {
 	fprintf(stderr, "usage: " NAME " --ports LIST --cpus LIST [--contexts-per-port N] [--batch N]\n"
@@ -305,14 +259,14 @@ int main(int argc, char **argv)
 			continue;
 		switch (opt) {
 		case 'p':
-			if (parse_ports(optarg, &m)) {
+			if (load_parse_ports(optarg, &m.ports, &m.nports)) {
 				fprintf(stderr, NAME ": bad port list '%s'\n", optarg);
 				return 2;
 			}
 			break;
-		case 'c': m.per_port = parse_count("contexts-per-port", optarg, 1, 4096); break;
-		case 'b': m.batch = parse_count("batch", optarg, 1, MAX_BATCH); break;
-		case 't': m.timeout_ns = parse_count("timeout-ms", optarg, 1, 60000) * 1000000ull; break;
+		case 'c': m.per_port = load_parse_number(NAME, "contexts-per-port", optarg, 1, 4096); break;
+		case 'b': m.batch = load_parse_number(NAME, "batch", optarg, 1, MAX_BATCH); break;
+		case 't': m.timeout_ns = load_parse_number(NAME, "timeout-ms", optarg, 1, 60000) * 1000000ull; break;
 		case 'H':
 			if (inet_pton(AF_INET, optarg, &m.host) != 1) {
 				fprintf(stderr, NAME ": --host must be an IPv4 address, not '%s'\n", optarg);

@@ -73,6 +73,53 @@ int load_reserve_fds(const char *name, unsigned long need)
 	return 0;
 }
 
+int load_parse_ports(const char *s, uint16_t **ports, unsigned *n)
+{
+	unsigned cap = 16;
+	*n = 0;
+	*ports = malloc(cap * sizeof(**ports));
+	while (*ports && *s) {
+		char *end;
+		long a = strtol(s, &end, 10), b = a;
+		if (end == s || a < 1 || a > 65535)
+			return -1;
+		if (*end == '-') {
+			s = end + 1;
+			b = strtol(s, &end, 10);
+			if (end == s || b < a || b > 65535)
+				return -1;
+		}
+		for (long p = a; p <= b; p++) {
+			if (*n == cap) {
+				cap *= 2;
+				uint16_t *grown = realloc(*ports, cap * sizeof(**ports));
+				if (!grown)
+					return -1;
+				*ports = grown;
+			}
+			(*ports)[(*n)++] = (uint16_t)p;
+		}
+		if (*end == ',')
+			end++;
+		else if (*end)
+			return -1;
+		s = end;
+	}
+	return *ports && *n ? 0 : -1;
+}
+
+long load_parse_number(const char *name, const char *what, const char *arg, long lo, long hi)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v < lo || v > hi) {
+		fprintf(stderr, "%s: --%s must be a whole number from %ld to %ld, not '%s'\n", name, what, lo, hi, arg);
+		exit(2);
+	}
+	return v;
+}
+
 static int parse_seconds(const char *arg, double *out)
 {
 	char *end;

@@ -51,6 +51,10 @@ void load_count(struct load_thread *t, enum load_counter c, uint64_t n);
 void load_latency(struct load_thread *t, uint64_t ns);
 /* Raises the soft descriptor limit to what `need` descriptors require; a clear error when it cannot. */
 int load_reserve_fds(const char *name, unsigned long need);
+/* "11300-11347,11400": a malloc'd array of ports; 0, or -1 for a malformed or empty list. */
+int load_parse_ports(const char *s, uint16_t **ports, unsigned *n);
+/* A whole number in [lo, hi] for --what, or a message and exit 2. */
+long load_parse_number(const char *name, const char *what, const char *arg, long lo, long hi);
 /* Parses --cpus/--stats/--result/--limit/--warmup/--duration into r; 1 if it took the option. */
 int load_run_option(struct load_run *r, int opt, const char *arg);
 /* Starts the threads, waits for the end, writes the result; the program's exit status. */
