@@ -30,7 +30,7 @@ from mosbench.isolation import Group, Isolator
 from mosbench.journal import SCRATCH_PREFIX, Journal
 from mosbench.plan import Plan, PointKey
 from mosbench.processes import Launcher
-from mosbench.report.rows import si
+from mosbench.report.rows import latency, si
 from mosbench.store import Store, now
 from mosbench.topology import Topology
 from mosbench.workloads.base import Instance, PointContext, RunContext, Workload, cache_root
@@ -310,7 +310,7 @@ def _describe_client(v: dict[str, Any]) -> str:
     client_us = accounting.per_unit_us(v["loadgen_user_s"] + v["loadgen_system_s"], v["work"])
     parts = [f"client {client_us:.3g} µs"]
     if "latency_p99_us" in m:
-        parts.append(f"p99 {m['latency_p99_us']:.4g} µs")
+        parts.append(f"p99 {latency(m['latency_p99_us'])}")
     if m.get("client_lost") or m.get("client_errors"):
         parts.append(f"lost {m.get('client_lost', 0)}, errors {m.get('client_errors', 0)}")
     if m.get("client_bound"):

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from mosbench.errors import UserError
 from mosbench.workloads import apache
 from tests.conftest import needs_native, needs_root
 from tests.servers import run_points
@@ -73,3 +74,23 @@ def test_a_server_that_dies_mid_window_fails_the_point(tmp_path, monkeypatch):
     monkeypatch.setattr(apache.ApacheInstance, "window_opened", open_and_kill)
     (p,) = run_points(tmp_path, monkeypatch, "apache", "close", variants=("per-core",))
     assert p["status"] == "failed" and "apache2-" in p["reason"] and "killed by signal 9" in p["reason"]
+
+
+def test_config_for_256_cpus():
+    """The paper's connection count at 256 cores: 2 x 8 x 256 workers over a child per bucket."""
+    conf = apache.config(Path("/r"), Path("/d"), "127.0.0.1", 20000, workers=2 * 8 * 256, buckets=256)
+    assert "ServerLimit 256" in conf and "ThreadsPerChild 16" in conf and "MaxRequestWorkers 4096" in conf
+
+
+@servers
+def test_a_config_apache_refuses_fails_the_point_with_its_cause(tmp_path, monkeypatch):
+    real = apache.config
+    monkeypatch.setattr(apache, "config", lambda *a, **k: real(*a, **k) + "NoSuchDirective on\n")
+    (p,) = run_points(tmp_path, monkeypatch, "apache", "close", variants=("per-core",))
+    assert p["status"] == "failed" and "Invalid command 'NoSuchDirective'" in p["reason"]
+
+
+def test_missing_package_is_one_clear_line(monkeypatch):
+    monkeypatch.setattr(apache, "APACHE", Path("/nonexistent/apache2"))
+    with pytest.raises(UserError, match=r"apache2 is not installed \(Debian: apt-get install apache2\)"):
+        apache.Apache().check_available()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from mosbench.errors import UserError
 from mosbench.workloads import memcached
 from tests.conftest import FIXTURES, needs_native, needs_root
 from tests.servers import run_points
@@ -89,3 +90,9 @@ def test_veth_path_runs_and_leaves_no_namespace(tmp_path, monkeypatch):
     assert link.server_addr.startswith("169.254.")
     assert not Path("/run/netns", link.name).exists()
     assert not Path("/sys/class/net", link.server_if).exists()
+
+
+def test_missing_package_is_one_clear_line(monkeypatch):
+    monkeypatch.setattr(memcached.shutil, "which", lambda name: None)
+    with pytest.raises(UserError, match=r"memcached is not installed \(Debian: apt-get install memcached\)"):
+        memcached.Memcached().check_available()

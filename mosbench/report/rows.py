@@ -118,7 +118,7 @@ def cell_tables(series: list[Series]) -> list[TableModel]:
                 styles = {}
                 if any_client:
                     limit = client_limit(c.metrics)
-                    row += [_latency(c.best_metrics.get("latency_p99_us")), limit]
+                    row += [latency(c.best_metrics.get("latency_p99_us")), limit]
                     if limit.startswith("client"):
                         styles[len(row) - 1] = "poor"
                 if any_failed:
@@ -144,7 +144,7 @@ def client_limit(trials: list[dict]) -> str:
     return "server"
 
 
-def _latency(us: float | None) -> str:
+def latency(us: float | None) -> str:
     if us is None:
         return "–"
     return f"{us / 1000:.3g} ms" if us >= 1000 else f"{us:.3g} µs"
