@@ -90,12 +90,18 @@ class Launcher:
         return lines[-1] if lines else ""
 
     def first_error(self, name: str) -> str:
-        """The first line a program wrote to stderr: the cause, for programs that then list its echoes."""
+        """The first message a program wrote to stderr: the cause, for programs that then list its
+        echoes. A line ending in a colon goes on in the next ("Syntax error on line 34 of X:" / "Invalid
+        command 'Foo'")."""
         try:
             lines = (self.logdir / f"{name}.err").read_text(errors="replace").strip().splitlines()
         except OSError:
             return ""
-        return lines[0] if lines else ""
+        if not lines:
+            return ""
+        if lines[0].rstrip().endswith(":") and len(lines) > 1:
+            return f"{lines[0].rstrip()} {lines[1].strip()}"
+        return lines[0]
 
     def log_tail(self, name: str, lines: int = 20) -> str:
         chunks = []
