@@ -40,10 +40,6 @@ struct conn {
 };
 
 struct httpload {
-	struct in_addr host;
-	const char *host_name;
-	uint16_t *ports;
-	unsigned nports;
 	unsigned per_port;
 	const char *path;
 	long expect_bytes;	/* body length every response must have; -1: any */
@@ -69,7 +65,7 @@ static void watch(struct http_thread *ht, struct conn *c, uint32_t events, int o
 	epoll_ctl(ht->epfd, op, c->fd, &ev);
 }
 
-static int reconnect(struct load_thread *t, const struct httpload *h, struct conn *c)
+static int reconnect(struct load_thread *t, struct conn *c)
 {
 	struct http_thread *ht = t->priv;
 	if (c->fd >= 0)
@@ -81,7 +77,7 @@ static int reconnect(struct load_thread *t, const struct httpload *h, struct con
 	}
 	int one = 1;
 	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(c->port), .sin_addr = h->host };
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(c->port), .sin_addr = t->run->host };
 	c->started_ns = load_now_ns();
 	c->sent = c->have = 0;
 	if (connect(c->fd, (struct sockaddr *)&to, sizeof(to)) && errno != EINPROGRESS) {
@@ -89,7 +85,7 @@ static int reconnect(struct load_thread *t, const struct httpload *h, struct con
 			load_fail(&t->run->stats, NAME ": out of local ports connecting to %u (TIME_WAIT?)", c->port);
 			return -1;
 		}
-		load_fail(&t->run->stats, NAME ": connect to %s:%u: %s", h->host_name, c->port, strerror(errno));
+		load_fail(&t->run->stats, NAME ": connect to %s:%u: %s", t->run->host_name, c->port, strerror(errno));
 		return -1;
 	}
 	c->state = CONNECTING;
@@ -100,7 +96,7 @@ static int reconnect(struct load_thread *t, const struct httpload *h, struct con
 static int start_request(struct load_thread *t, const struct httpload *h, struct conn *c)
 {
 	if (!h->keepalive || c->fd < 0)
-		return reconnect(t, h, c);
+		return reconnect(t, c);
 	c->started_ns = load_now_ns();
 	c->sent = c->have = 0;
 	c->state = SENDING;
@@ -161,7 +157,7 @@ static int on_event(struct load_thread *t, const struct httpload *h, struct conn
 		socklen_t len = sizeof(err);
 		getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
 		if (err) {
-			load_fail(&t->run->stats, NAME ": connect to %s:%u: %s", h->host_name, c->port, strerror(err));
+			load_fail(&t->run->stats, NAME ": connect to %s:%u: %s", t->run->host_name, c->port, strerror(err));
 			return -1;
 		}
 		c->state = SENDING;
@@ -227,7 +223,7 @@ static void *http_thread(struct load_thread *t)
 	const struct httpload *h = t->run->priv;
 	struct http_thread *ht = t->priv;
 	for (unsigned i = 0; i < ht->nmine; i++)
-		if (reconnect(t, h, ht->mine[i]))
+		if (reconnect(t, ht->mine[i]))
 			return NULL;
 	struct epoll_event events[256];
 	uint64_t next_scan = load_now_ns() + SCAN_NS;
@@ -249,7 +245,7 @@ static void *http_thread(struct load_thread *t)
 			struct conn *c = ht->mine[i];
 			if (c->state != DRAINING && now - c->started_ns >= h->timeout_ns) {
 				load_count(t, LC_LOST, 1);
-				if (reconnect(t, h, c))
+				if (reconnect(t, c))
 					return NULL;
 			}
 		}
@@ -261,15 +257,13 @@ static void describe(struct load_run *r, FILE *out)
 {
 	const struct httpload *h = r->priv;
 	fprintf(out, "\"connections\": %u, \"ports\": %u, \"keepalive\": %s, \"timeout_ms\": %.0f",
-		h->nconns, h->nports, h->keepalive ? "true" : "false", (double)h->timeout_ns / 1e6);
+		h->nconns, r->nports, h->keepalive ? "true" : "false", (double)h->timeout_ns / 1e6);
 }
 
 static void usage(void)
 {
 	fprintf(stderr, "usage: " NAME " --ports LIST --cpus LIST [--connections-per-port N] [--path P]\n"
 		"                         [--expect-bytes N] [--keepalive] [--timeout-ms MS] [options]\n"
-		"  --ports LIST       HTTP ports\n"
-		"  --host ADDR        the servers' IPv4 address (default 127.0.0.1)\n"
 		"  --connections-per-port N   concurrent connections per port (default 2)\n"
 		"  --path P           the file to GET (default /index.html)\n"
 		"  --expect-bytes N   every body must be N bytes (default: any)\n"
@@ -282,16 +276,12 @@ int main(int argc, char **argv)
 {
 	struct httpload h = { .per_port = 2, .path = "/index.html", .expect_bytes = -1, .timeout_ns = 5000000000ull };
 	struct load_run r = { .name = NAME, .thread_fn = http_thread, .describe = describe, .priv = &h };
-	h.host_name = "127.0.0.1";
-	inet_pton(AF_INET, h.host_name, &h.host);
 	const struct option options[] = {
-		{ "ports", required_argument, NULL, 'p' },
 		{ "connections-per-port", required_argument, NULL, 'c' },
 		{ "path", required_argument, NULL, 'P' },
 		{ "expect-bytes", required_argument, NULL, 'e' },
 		{ "keepalive", no_argument, NULL, 'k' },
 		{ "timeout-ms", required_argument, NULL, 't' },
-		{ "host", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		LOAD_RUN_LONG_OPTIONS,
 		{ 0 },
@@ -301,55 +291,39 @@ int main(int argc, char **argv)
 		if (load_run_option(&r, opt, optarg))
 			continue;
 		switch (opt) {
-		case 'p':
-			if (load_parse_ports(optarg, &h.ports, &h.nports)) {
-				fprintf(stderr, NAME ": bad port list '%s'\n", optarg);
-				return 2;
-			}
-			break;
 		case 'c': h.per_port = (unsigned)load_parse_number(NAME, "connections-per-port", optarg, 1, 65536); break;
 		case 'P': h.path = optarg; break;
 		case 'e': h.expect_bytes = load_parse_number(NAME, "expect-bytes", optarg, 0, BUF_SIZE / 2); break;
 		case 'k': h.keepalive = 1; break;
 		case 't': h.timeout_ns = (uint64_t)load_parse_number(NAME, "timeout-ms", optarg, 1, 600000) * 1000000ull; break;
-		case 'H':
-			if (inet_pton(AF_INET, optarg, &h.host) != 1) {
-				fprintf(stderr, NAME ": --host must be an IPv4 address, not '%s'\n", optarg);
-				return 2;
-			}
-			h.host_name = optarg;
-			break;
 		case 'h': usage(); return 0;
 		default: usage(); return 2;
 		}
 	}
-	if (!h.nports || !r.nthreads) {
-		usage();
-		return 2;
-	}
-	int len = snprintf(h.request, sizeof(h.request), "GET %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", h.path, h.host_name,
+	struct http_thread *hts = calloc(r.nthreads ? r.nthreads : 1, sizeof(*hts));
+	for (unsigned i = 0; hts && i < r.nthreads; i++)
+		hts[i].epfd = -1;
+	int status = hts ? load_run_prepare(&r, hts, sizeof(*hts)) : 1;
+	if (status)
+		goto out;
+	status = 2;
+	int len = snprintf(h.request, sizeof(h.request), "GET %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", h.path, r.host_name,
 			   h.keepalive ? "" : "Connection: close\r\n");
 	if (len < 0 || (size_t)len >= sizeof(h.request) || h.path[0] != '/') {
 		fprintf(stderr, NAME ": --path must start with / and be short\n");
-		return 2;
+		goto out;
 	}
 	h.request_len = (size_t)len;
-	h.nconns = h.nports * h.per_port;
+	h.nconns = r.nports * h.per_port;
+	status = 1;
 	if (load_reserve_fds(NAME, h.nconns + r.nthreads + 64))
-		return 1;
+		goto out;
 	h.conns = calloc(h.nconns, sizeof(*h.conns));
-	r.threads = calloc(r.nthreads, sizeof(*r.threads));
-	struct http_thread *hts = calloc(r.nthreads, sizeof(*hts));
-	if (!h.conns || !r.threads || !hts) {
-		fprintf(stderr, NAME ": out of memory\n");
-		return 1;
-	}
-	int status = 1;
-	for (unsigned i = 0; i < r.nthreads; i++)
-		hts[i].epfd = -1;
+	if (!h.conns)
+		goto out;
+	for (unsigned i = 0; i < h.nconns; i++)
+		h.conns[i].fd = -1;
 	for (unsigned i = 0; i < r.nthreads; i++) {
-		r.threads[i] = (struct load_thread){ .id = i, .cpu = r.cpus[i], .run = &r, .priv = &hts[i] };
-		hist_init(&r.threads[i].latency);
 		hts[i].epfd = epoll_create1(EPOLL_CLOEXEC);
 		hts[i].mine = calloc(h.nconns / r.nthreads + 1, sizeof(*hts[i].mine));
 		if (hts[i].epfd < 0 || !hts[i].mine) {
@@ -360,24 +334,22 @@ int main(int argc, char **argv)
 	/* Connection i goes to port i mod ports and thread i mod threads. */
 	for (unsigned i = 0; i < h.nconns; i++) {
 		struct conn *c = &h.conns[i];
-		c->fd = -1;
-		c->port = h.ports[i % h.nports];
+		c->port = r.ports[i % r.nports];
 		struct http_thread *ht = &hts[i % r.nthreads];
 		ht->mine[ht->nmine++] = c;
 	}
 	status = load_run_main(&r);
 out:
-	for (unsigned i = 0; i < h.nconns; i++)
+	for (unsigned i = 0; h.conns && i < h.nconns; i++)
 		if (h.conns[i].fd >= 0)
 			close(h.conns[i].fd);
-	for (unsigned i = 0; i < r.nthreads; i++) {
+	for (unsigned i = 0; hts && r.threads && i < r.nthreads; i++) {
 		if (hts[i].epfd >= 0)
 			close(hts[i].epfd);
 		free(hts[i].mine);
 	}
 	free(hts);
 	free(h.conns);
-	free(h.ports);
 	load_run_free(&r);
 	return status;
 }

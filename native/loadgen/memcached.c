@@ -46,10 +46,6 @@ struct context {
 };
 
 struct memload {
-	struct in_addr host;
-	const char *host_name;
-	uint16_t *ports;
-	unsigned nports;
 	unsigned per_port;	/* contexts per server port */
 	unsigned batch;
 	uint64_t timeout_ns;
@@ -97,7 +93,7 @@ static int send_batch(struct load_thread *t, const struct memload *m, struct con
 				continue;
 			if (errno == ECONNREFUSED) {
 				/* An ICMP port-unreachable from an earlier send: the server is not there. */
-				load_fail(&t->run->stats, NAME ": %s:%u refused: is memcached running?", m->host_name, c->port);
+				load_fail(&t->run->stats, NAME ": %s:%u refused: is memcached running?", t->run->host_name, c->port);
 				return -1;
 			}
 			load_fail(&t->run->stats, NAME ": sendmmsg to port %u: %s", c->port, strerror(errno));
@@ -124,7 +120,7 @@ static int receive(struct load_thread *t, const struct memload *m, struct contex
 			if (errno == EAGAIN || errno == EINTR)
 				return 0;
 			if (errno == ECONNREFUSED) {
-				load_fail(&t->run->stats, NAME ": %s:%u refused: is memcached running?", m->host_name, c->port);
+				load_fail(&t->run->stats, NAME ": %s:%u refused: is memcached running?", t->run->host_name, c->port);
 				return -1;
 			}
 			load_fail(&t->run->stats, NAME ": recvmmsg from port %u: %s", c->port, strerror(errno));
@@ -199,13 +195,13 @@ static void *memload_thread(struct load_thread *t)
 	return NULL;
 }
 
-static int open_context(struct memload *m, struct context *c, unsigned index, uint16_t port)
+static int open_context(const struct load_run *r, struct context *c, unsigned index, uint16_t port)
 {
 	c->port = port;
 	c->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd < 0)
 		return errno;
-	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr = m->host };
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr = r->host };
 	if (connect(c->fd, (struct sockaddr *)&to, sizeof(to)))
 		return errno;
 	memset(c->request, 0, FRAME_HEADER);
@@ -222,15 +218,13 @@ static void describe(struct load_run *r, FILE *out)
 {
 	const struct memload *m = r->priv;
 	fprintf(out, "\"contexts\": %u, \"ports\": %u, \"batch\": %u, \"timeout_ms\": %.0f, \"request_bytes\": %d",
-		m->ncontexts, m->nports, m->batch, (double)m->timeout_ns / 1e6, REQUEST_LEN);
+		m->ncontexts, r->nports, m->batch, (double)m->timeout_ns / 1e6, REQUEST_LEN);
 }
 
 static void usage(void)
 {
 	fprintf(stderr, "usage: " NAME " --ports LIST --cpus LIST [--contexts-per-port N] [--batch N]\n"
 		"                        [--timeout-ms MS] [options]\n"
-		"  --ports LIST       memcached UDP ports (\"11300-11347\" or \"11300,11302\")\n"
-		"  --host ADDR        the servers' IPv4 address (default 127.0.0.1)\n"
 		"  --contexts-per-port N   client contexts per port, each with a batch in flight (default 8)\n"
 		"  --batch N          gets per batch (default 20, at most %d)\n"
 		"  --timeout-ms MS    a batch's replies not back by then are lost (default 100)\n"
@@ -241,14 +235,10 @@ int main(int argc, char **argv)
 {
 	struct memload m = { .per_port = 8, .batch = 20, .timeout_ns = 100000000ull };
 	struct load_run r = { .name = NAME, .thread_fn = memload_thread, .describe = describe, .priv = &m };
-	m.host_name = "127.0.0.1";
-	inet_pton(AF_INET, m.host_name, &m.host);
 	const struct option options[] = {
-		{ "ports", required_argument, NULL, 'p' },
 		{ "contexts-per-port", required_argument, NULL, 'c' },
 		{ "batch", required_argument, NULL, 'b' },
 		{ "timeout-ms", required_argument, NULL, 't' },
-		{ "host", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		LOAD_RUN_LONG_OPTIONS,
 		{ 0 },
@@ -258,77 +248,63 @@ int main(int argc, char **argv)
 		if (load_run_option(&r, opt, optarg))
 			continue;
 		switch (opt) {
-		case 'p':
-			if (load_parse_ports(optarg, &m.ports, &m.nports)) {
-				fprintf(stderr, NAME ": bad port list '%s'\n", optarg);
-				return 2;
-			}
-			break;
 		case 'c': m.per_port = load_parse_number(NAME, "contexts-per-port", optarg, 1, 4096); break;
 		case 'b': m.batch = load_parse_number(NAME, "batch", optarg, 1, MAX_BATCH); break;
 		case 't': m.timeout_ns = load_parse_number(NAME, "timeout-ms", optarg, 1, 60000) * 1000000ull; break;
-		case 'H':
-			if (inet_pton(AF_INET, optarg, &m.host) != 1) {
-				fprintf(stderr, NAME ": --host must be an IPv4 address, not '%s'\n", optarg);
-				return 2;
-			}
-			m.host_name = optarg;
-			break;
 		case 'h': usage(); return 0;
 		default: usage(); return 2;
 		}
 	}
-	if (!m.nports || !r.nthreads) {
-		usage();
-		return 2;
-	}
-	m.ncontexts = m.nports * m.per_port;
+	m.ncontexts = r.nports * m.per_port;
+	struct memload_thread *mts = calloc(r.nthreads ? r.nthreads : 1, sizeof(*mts));
+	for (unsigned i = 0; mts && i < r.nthreads; i++)
+		mts[i].epfd = -1;
+	int status = mts ? load_run_prepare(&r, mts, sizeof(*mts)) : 1;
 	/* A socket per context and an epoll set per thread, with room for the process's own. */
-	if (load_reserve_fds(NAME, m.ncontexts + r.nthreads + 64))
-		return 1;
+	if (status || (status = load_reserve_fds(NAME, m.ncontexts + r.nthreads + 64) ? 1 : 0))
+		goto out;
+	status = 1;
 	m.contexts = calloc(m.ncontexts, sizeof(*m.contexts));
-	r.threads = calloc(r.nthreads, sizeof(*r.threads));
-	struct memload_thread *mts = calloc(r.nthreads, sizeof(*mts));
-	if (!m.contexts || !r.threads || !mts) {
-		fprintf(stderr, NAME ": out of memory\n");
-		return 1;
-	}
+	if (!m.contexts)
+		goto out;
+	for (unsigned i = 0; i < m.ncontexts; i++)
+		m.contexts[i].fd = -1;
 	for (unsigned i = 0; i < r.nthreads; i++) {
-		r.threads[i] = (struct load_thread){ .id = i, .cpu = r.cpus[i], .run = &r, .priv = &mts[i] };
-		hist_init(&r.threads[i].latency);
 		mts[i].epfd = epoll_create1(EPOLL_CLOEXEC);
 		mts[i].mine = calloc(m.ncontexts / r.nthreads + 1, sizeof(*mts[i].mine));
 		if (mts[i].epfd < 0 || !mts[i].mine) {
 			fprintf(stderr, NAME ": epoll: %s\n", strerror(errno));
-			return 1;
+			goto out;
 		}
 	}
 	/* Context i goes to port i mod ports and thread i mod threads: every port evenly, every thread evenly. */
 	for (unsigned i = 0; i < m.ncontexts; i++) {
 		struct context *c = &m.contexts[i];
-		int err = open_context(&m, c, i, m.ports[i % m.nports]);
+		int err = open_context(&r, c, i, r.ports[i % r.nports]);
 		if (err) {
-			fprintf(stderr, NAME ": socket to port %u: %s\n", m.ports[i % m.nports], strerror(err));
-			return 1;
+			fprintf(stderr, NAME ": socket to port %u: %s\n", r.ports[i % r.nports], strerror(err));
+			goto out;
 		}
 		struct memload_thread *mt = &mts[i % r.nthreads];
 		mt->mine[mt->nmine++] = c;
 		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
 		if (epoll_ctl(mt->epfd, EPOLL_CTL_ADD, c->fd, &ev)) {
 			fprintf(stderr, NAME ": epoll_ctl: %s\n", strerror(errno));
-			return 1;
+			goto out;
 		}
 	}
-	int status = load_run_main(&r);
-	for (unsigned i = 0; i < m.ncontexts; i++)
-		close(m.contexts[i].fd);
-	for (unsigned i = 0; i < r.nthreads; i++) {
-		close(mts[i].epfd);
+	status = load_run_main(&r);
+out:
+	for (unsigned i = 0; m.contexts && i < m.ncontexts; i++)
+		if (m.contexts[i].fd >= 0)
+			close(m.contexts[i].fd);
+	for (unsigned i = 0; mts && r.threads && i < r.nthreads; i++) {
+		if (mts[i].epfd >= 0)
+			close(mts[i].epfd);
 		free(mts[i].mine);
 	}
 	free(mts);
 	free(m.contexts);
-	free(m.ports);
 	load_run_free(&r);
 	return status;
 }

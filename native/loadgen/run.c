@@ -2,6 +2,7 @@
 
 #include "cpulist.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -73,7 +74,7 @@ int load_reserve_fds(const char *name, unsigned long need)
 	return 0;
 }
 
-int load_parse_ports(const char *s, uint16_t **ports, unsigned *n)
+static int parse_ports(const char *s, uint16_t **ports, unsigned *n)
 {
 	unsigned cap = 16;
 	*n = 0;
@@ -135,6 +136,20 @@ int load_run_option(struct load_run *r, int opt, const char *arg)
 {
 	double *target = NULL;
 	switch (opt) {
+	case 1007:
+		free(r->ports);
+		if (parse_ports(arg, &r->ports, &r->nports)) {
+			fprintf(stderr, "%s: bad port list '%s'\n", r->name, arg);
+			exit(2);
+		}
+		return 1;
+	case 1008:
+		if (inet_pton(AF_INET, arg, &r->host) != 1) {
+			fprintf(stderr, "%s: --host must be an IPv4 address, not '%s'\n", r->name, arg);
+			exit(2);
+		}
+		r->host_name = arg;
+		return 1;
 	case 1001:
 		if (cpulist_parse(arg, &r->cpus, &r->nthreads)) {
 			fprintf(stderr, "%s: bad CPU list '%s'\n", r->name, arg);
@@ -153,6 +168,29 @@ int load_run_option(struct load_run *r, int opt, const char *arg)
 		exit(2);
 	}
 	return 1;
+}
+
+int load_run_prepare(struct load_run *r, void *priv, size_t priv_size)
+{
+	if (!r->nports || !r->nthreads) {
+		fprintf(stderr, "%s: --ports and --cpus are required (--help)\n", r->name);
+		return 2;
+	}
+	if (!r->host_name) {
+		r->host_name = "127.0.0.1";
+		inet_pton(AF_INET, r->host_name, &r->host);
+	}
+	r->threads = calloc(r->nthreads, sizeof(*r->threads));
+	if (!r->threads) {
+		fprintf(stderr, "%s: out of memory\n", r->name);
+		return 1;
+	}
+	for (unsigned i = 0; i < r->nthreads; i++) {
+		r->threads[i] = (struct load_thread){ .id = i, .cpu = r->cpus[i], .run = r,
+						      .priv = (char *)priv + i * priv_size };
+		hist_init(&r->threads[i].latency);
+	}
+	return 0;
 }
 
 static void *thread_main(void *p)
@@ -318,6 +356,8 @@ void load_run_free(struct load_run *r)
 		munmap(r->stats.hdr, r->stats.size);
 	free(r->threads);
 	free(r->cpus);
+	free(r->ports);
+	r->ports = NULL;
 	r->stats.hdr = NULL;
 	r->threads = NULL;
 	r->cpus = NULL;

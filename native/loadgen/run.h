@@ -11,6 +11,7 @@
 #include "hist.h"
 #include "stats.h"
 
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -31,6 +32,10 @@ struct load_run {
 	const char *name;		/* for messages: "mosbench-memload" */
 	int *cpus;
 	unsigned nthreads;
+	uint16_t *ports;		/* the servers' ports, on host */
+	unsigned nports;
+	struct in_addr host;
+	const char *host_name;
 	const char *stats_path;		/* harness mode; NULL: standalone */
 	const char *result_path;
 	double limit_s;			/* stops by itself after this long, whatever happens */
@@ -51,18 +56,22 @@ void load_count(struct load_thread *t, enum load_counter c, uint64_t n);
 void load_latency(struct load_thread *t, uint64_t ns);
 /* Raises the soft descriptor limit to what `need` descriptors require; a clear error when it cannot. */
 int load_reserve_fds(const char *name, unsigned long need);
-/* "11300-11347,11400": a malloc'd array of ports; 0, or -1 for a malformed or empty list. */
-int load_parse_ports(const char *s, uint16_t **ports, unsigned *n);
 /* A whole number in [lo, hi] for --what, or a message and exit 2. */
 long load_parse_number(const char *name, const char *what, const char *arg, long lo, long hi);
-/* Parses --cpus/--stats/--result/--limit/--warmup/--duration into r; 1 if it took the option. */
+/* Parses --ports/--host/--cpus/--stats/--result/--limit/--warmup/--duration into r; 1 if it took the
+ * option, exit 2 with a message for a bad value. */
 int load_run_option(struct load_run *r, int opt, const char *arg);
+/* After the options: checks the common ones and makes r->threads (id, CPU, histogram) with priv[i]
+ * of priv_size bytes each as their generator state; 0, or an exit status. */
+int load_run_prepare(struct load_run *r, void *priv, size_t priv_size);
 /* Starts the threads, waits for the end, writes the result; the program's exit status. */
 int load_run_main(struct load_run *r);
 /* Frees what load_run_option and the generator allocated in r (threads, CPU list, statistics). */
 void load_run_free(struct load_run *r);
 
 #define LOAD_RUN_LONG_OPTIONS                                        \
+	{ "ports", required_argument, NULL, 1007 },                 \
+	{ "host", required_argument, NULL, 1008 },                  \
 	{ "cpus", required_argument, NULL, 1001 },                  \
 	{ "stats", required_argument, NULL, 1002 },                 \
 	{ "result", required_argument, NULL, 1003 },                \
@@ -71,6 +80,8 @@ void load_run_free(struct load_run *r);
 	{ "duration", required_argument, NULL, 1006 }
 
 #define LOAD_RUN_USAGE                                                                        \
+	"  --ports LIST       the servers' ports (\"11300-11347\" or \"11300,11302\")\n"          \
+	"  --host ADDR        the servers' IPv4 address (default 127.0.0.1)\n"                   \
 	"  --cpus LIST        a thread per CPU, pinned\n"                                    \
 	"  --stats PATH       live counters for the harness (else standalone: timed by\n"      \
 	"                     --warmup S and --duration S, a summary printed)\n"             \
