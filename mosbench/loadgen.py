@@ -77,11 +77,6 @@ class LoadGenerator:
             totals = [a + b for a, b in zip(totals, values, strict=True)]
         return dict(zip(COUNTERS, totals, strict=True))
 
-    def per_thread_done(self) -> list[float]:
-        assert self._map is not None
-        return [float(struct.unpack_from("<Q", self._map, self._offset + t * self._stride + 8)[0])
-                for t in range(self._nthreads)]
-
     def set_phase(self, phase: int) -> None:
         if self._map is not None:
             struct.pack_into("<I", self._map, _PHASE_OFFSET, phase)

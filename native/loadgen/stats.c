@@ -62,14 +62,6 @@ void load_add(const struct load_stats *s, unsigned thread, enum load_counter c, 
 	atomic_store_explicit(p, atomic_load_explicit(p, memory_order_relaxed) + n, memory_order_relaxed);
 }
 
-uint64_t load_total(const struct load_stats *s, enum load_counter c)
-{
-	uint64_t sum = 0;
-	for (unsigned t = 0; t < s->hdr->nthreads; t++)
-		sum += atomic_load_explicit(load_counter(s, t, c), memory_order_relaxed);
-	return sum;
-}
-
 void load_fail(const struct load_stats *s, const char *fmt, ...)
 {
 	/* The message is written before the state says FAILED, so a reader that sees FAILED sees it. */

@@ -54,7 +54,6 @@ struct load_stats {
 int load_stats_create(struct load_stats *s, const char *path, unsigned nthreads);
 _Atomic uint64_t *load_counter(const struct load_stats *s, unsigned thread, enum load_counter c);
 void load_add(const struct load_stats *s, unsigned thread, enum load_counter c, uint64_t n);
-uint64_t load_total(const struct load_stats *s, enum load_counter c);
 /* First failure wins; the state becomes LOAD_FAILED. */
 void load_fail(const struct load_stats *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
