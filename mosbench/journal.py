@@ -1,7 +1,8 @@
 """A file per run listing what the run changed on the machine, so a crash cannot leave it behind.
 
-Every cgroup made, CPU offlined, process started, scratch directory and network namespace made is written down before it
-takes effect and crossed off when undone. A run that dies without cleaning up (SIGKILL, an OOM kill of
+Every cgroup made, CPU offlined, process started, scratch directory and network namespace made, and every
+line added to a system file (Exim's list of trusted configurations) is written down before it takes effect
+and crossed off when undone. A run that dies without cleaning up (SIGKILL, an OOM kill of
 the harness) leaves its journal: its guardian (guardian.py), a small process that outlives the harness,
 undoes it at once and marks the run killed in the store; should the guardian be gone too, the next
 mosbench command finds journals whose owner is gone and does the same.
@@ -61,6 +62,7 @@ class Journal:
             "procs": [],
             "dirs": [],
             "netns": [],
+            "lines": [],
         }
         self._save()
 
@@ -115,6 +117,26 @@ class Journal:
     def remove_netns(self, name: str) -> None:
         self._remove("netns", name)
 
+    def add_line(self, file: Path, line: str, mode: int = 0o644) -> None:
+        """Appends line to file, journaled first so a crash cannot leave it there. A file it makes
+        (with mode) goes again with the last line it holds."""
+        made = not file.exists() or any(e[0] == str(file) and e[2] for e in self.data["lines"])
+        self._add("lines", [str(file), line, made])
+        with open(file, "a") as f:
+            f.write(line + "\n")
+        if made:
+            os.chmod(file, mode)
+
+    def remove_line(self, file: Path, line: str) -> None:
+        entry = next((e for e in self.data["lines"] if e[:2] == [str(file), line]), None)
+        if entry is not None:
+            remove_line(file, line, remove_empty=entry[2])
+            self._remove("lines", entry)
+
+    def is_clean(self) -> bool:
+        """Nothing listed is left to undo."""
+        return not any(v for v in self.data.values() if isinstance(v, list))
+
     def close(self) -> None:
         """Ends the journal; only call once everything it lists has been undone."""
         with contextlib.suppress(FileNotFoundError):
@@ -147,6 +169,10 @@ def undo(data: dict) -> list[str]:
         if name.startswith(NETNS_PREFIX) and Path("/run/netns", name).exists():
             subprocess.run(["ip", "netns", "delete", name], capture_output=True, check=False)
             done.append(f"removed network namespace {name}")
+    for file, line, made in data.get("lines", []):
+        # Only lines naming a run's own scratch: whatever the journal says, nothing else is touched.
+        if SCRATCH_PREFIX in line and remove_line(Path(file), line, remove_empty=made):
+            done.append(f"removed {line} from {file}")
     for cpu in data.get("offlined", []):
         online = Path(f"/sys/devices/system/cpu/cpu{cpu}/online")
         with contextlib.suppress(OSError):
@@ -154,6 +180,26 @@ def undo(data: dict) -> list[str]:
                 online.write_text("1")
                 done.append(f"brought CPU {cpu} back online")
     return done
+
+
+def remove_line(file: Path, line: str, remove_empty: bool = False) -> bool:
+    """Removes every copy of line from file, keeping the rest and the file's mode (or, with remove_empty,
+    the file itself once nothing is left in it); True if the line was there."""
+    try:
+        lines = file.read_text().splitlines()
+    except FileNotFoundError:
+        return False
+    kept = [x for x in lines if x != line]
+    if len(kept) == len(lines):
+        return False
+    if remove_empty and not kept:
+        file.unlink()
+        return True
+    tmp = file.with_name(f".{file.name}.mosbench")
+    tmp.write_text("".join(x + "\n" for x in kept))
+    os.chmod(tmp, file.stat().st_mode & 0o7777)
+    tmp.replace(file)
+    return True
 
 
 def kill_cgroup_procs(path: Path) -> None:

@@ -123,7 +123,7 @@ class Sweep:
             journal.remove_dir(scratch)
             self.store.finish_run(run_id, status)
             journal.set_run(None, None)
-            if not any(journal.data[k] for k in ("cgroups", "offlined", "procs", "dirs", "netns")):
+            if journal.is_clean():
                 journal.close()
             for s, h in old_handlers.items():
                 signal.signal(s, h)
@@ -315,4 +315,6 @@ def _describe_client(v: dict[str, Any]) -> str:
         parts.append(f"lost {m.get('client_lost', 0)}, errors {m.get('client_errors', 0)}")
     if m.get("client_bound"):
         parts.append(f"CLIENT-BOUND ({m['client_evidence']})")
+    if m.get("deliveries_lag"):
+        parts.append(f"DELIVERIES LAG (the queue grew by {m['queue_growth']} in the window)")
     return "; " + ", ".join(parts)

@@ -119,7 +119,7 @@ def cell_tables(series: list[Series]) -> list[TableModel]:
                 if any_client:
                     limit = client_limit(c.metrics)
                     row += [latency(c.best_metrics.get("latency_p99_us")), limit]
-                    if limit.startswith("client"):
+                    if limit.startswith("client") or "queue grew" in limit:
                         styles[len(row) - 1] = "poor"
                 if any_failed:
                     row.append(f"{len(c.failed)}: {c.failed[-1]}" if c.failed else "")
@@ -130,7 +130,7 @@ def cell_tables(series: list[Series]) -> list[TableModel]:
     return tables
 
 
-HIDDEN_METRICS = {"driver_pid", "client_bound", "latency_p99_us"}  # shown in columns of their own
+HIDDEN_METRICS = {"driver_pid", "client_bound", "latency_p99_us", "deliveries_lag"}  # shown in columns of their own
 
 
 def client_limit(trials: list[dict]) -> str:
@@ -139,9 +139,12 @@ def client_limit(trials: list[dict]) -> str:
     if not judged:
         return ""
     bound = [m for m in judged if m["client_bound"]]
-    if bound:
-        return f"client {len(bound)}/{len(judged)}"
-    return "server"
+    said = f"client {len(bound)}/{len(judged)}" if bound else "server"
+    # A server that accepts work faster than it completes it (Exim's deliveries behind its acceptances).
+    lagging = [m for m in trials if m.get("deliveries_lag")]
+    if lagging:
+        said += f", queue grew {len(lagging)}/{len(trials)}"
+    return said
 
 
 def latency(us: float | None) -> str:

@@ -5,13 +5,14 @@ from __future__ import annotations
 from mosbench.errors import UserError
 from mosbench.workloads.apache import Apache
 from mosbench.workloads.base import Workload
+from mosbench.workloads.exim import Exim
 from mosbench.workloads.memcached import Memcached
 from mosbench.workloads.metis import Metis
 from mosbench.workloads.micro import Micro
 from mosbench.workloads.psearchy import Psearchy
 from mosbench.workloads.scale import Scale
 
-REGISTRY: dict[str, type[Workload]] = {w.name: w for w in (Micro, Scale, Metis, Psearchy, Memcached, Apache)}
+REGISTRY: dict[str, type[Workload]] = {w.name: w for w in (Micro, Scale, Metis, Psearchy, Memcached, Apache, Exim)}
 
 
 def get(name: str) -> Workload:

@@ -100,13 +100,20 @@ class ServerInstance(Instance):
 
     def stop(self) -> dict[str, Any]:
         result = self.client.stop() if self.client else {}
+        self.stop_servers()
+        return self.metrics(result)
+
+    def stop_servers(self) -> None:
         for s in self.servers:
             s.stop()
+
+    def metrics(self, result: dict[str, Any]) -> dict[str, Any]:
+        """The point's metrics from the client's window result: counts, latencies, the network path."""
         metrics: dict[str, Any] = {"instances": len(self.servers), "net": "veth" if self.link else "loopback"}
         if self.ports:
             metrics["ports"] = f"{self.ports[0]}-{self.ports[-1]}"
         metrics.update(client_metrics(result))
-        for key in ("contexts", "connections"):
+        for key in ("contexts", "connections", "sessions"):
             if key in result:
                 metrics[f"client_{key}"] = result[key]
         return metrics

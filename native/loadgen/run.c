@@ -219,6 +219,15 @@ static void sleep_until(uint64_t deadline_ns, const struct load_run *r)
 	}
 }
 
+void load_write_latency(FILE *f, const char *key, const struct hist *h)
+{
+	fprintf(f, "\"%s\": {\"count\": %llu, \"min\": %llu, \"p50\": %llu, \"p90\": %llu, \"p99\": %llu, "
+		"\"p999\": %llu, \"max\": %llu}", key, (unsigned long long)h->count,
+		(unsigned long long)(h->count ? h->min : 0), (unsigned long long)hist_percentile(h, 0.50),
+		(unsigned long long)hist_percentile(h, 0.90), (unsigned long long)hist_percentile(h, 0.99),
+		(unsigned long long)hist_percentile(h, 0.999), (unsigned long long)h->max);
+}
+
 static void write_result(struct load_run *r, const uint64_t *window, const struct hist *lat, double window_s)
 {
 	char tmp[4096];
@@ -232,14 +241,11 @@ static void write_result(struct load_run *r, const uint64_t *window, const struc
 		return;
 	}
 	fprintf(f, "{\"window_s\": %.6f, \"threads\": %u, \"sent\": %llu, \"done\": %llu, \"lost\": %llu, "
-		"\"errors\": %llu, \"late\": %llu,\n \"latency_ns\": {\"count\": %llu, \"min\": %llu, "
-		"\"p50\": %llu, \"p90\": %llu, \"p99\": %llu, \"p999\": %llu, \"max\": %llu}",
+		"\"errors\": %llu, \"late\": %llu,\n ",
 		window_s, r->nthreads, (unsigned long long)window[LC_SENT], (unsigned long long)window[LC_DONE],
 		(unsigned long long)window[LC_LOST], (unsigned long long)window[LC_ERRORS],
-		(unsigned long long)window[LC_LATE], (unsigned long long)lat->count,
-		(unsigned long long)(lat->count ? lat->min : 0), (unsigned long long)hist_percentile(lat, 0.50),
-		(unsigned long long)hist_percentile(lat, 0.90), (unsigned long long)hist_percentile(lat, 0.99),
-		(unsigned long long)hist_percentile(lat, 0.999), (unsigned long long)lat->max);
+		(unsigned long long)window[LC_LATE]);
+	load_write_latency(f, "latency_ns", lat);
 	if (r->describe) {
 		fputs(",\n ", f);
 		r->describe(r, f);

@@ -54,6 +54,8 @@ bool load_stopping(const struct load_run *r);
 void load_poll_phase(struct load_thread *t);
 void load_count(struct load_thread *t, enum load_counter c, uint64_t n);
 void load_latency(struct load_thread *t, uint64_t ns);
+/* `"key": {count, min, p50, p90, p99, p999, max}` of a histogram, for a result file. */
+void load_write_latency(FILE *f, const char *key, const struct hist *h);
 /* Raises the soft descriptor limit to what `need` descriptors require; a clear error when it cannot. */
 int load_reserve_fds(const char *name, unsigned long need);
 /* A whole number in [lo, hi] for --what, or a message and exit 2. */

@@ -5,7 +5,9 @@
 # with no server is a clear failure, a bad flag exit 2.
 # Then each build of mosbench-httpload against Python's http.server: every response checked, the
 # wrong body length and an error status each a clear failure.
-# usage: run.sh TEST_HIST... -- MEMLOAD... -- HTTPLOAD...
+# Then each build of mosbench-smtpload against a fake SMTP server (fake_smtp.py) that records what
+# it accepted: the client's ledger must match it message for message; a rejection is a clear failure.
+# usage: run.sh TEST_HIST... -- MEMLOAD... -- HTTPLOAD... -- SMTPLOAD...
 set -euo pipefail
 hists=()
 while [[ $# -gt 0 && $1 != -- ]]; do hists+=("$1"); shift; done
@@ -13,7 +15,10 @@ shift
 memloads=()
 while [[ $# -gt 0 && $1 != -- ]]; do memloads+=("$1"); shift; done
 shift
-httploads=("$@")
+httploads=()
+while [[ $# -gt 0 && $1 != -- ]]; do httploads+=("$1"); shift; done
+shift
+smtploads=("$@")
 for t in "${hists[@]}"; do "$t"; done
 cpus=$(python3 -c 'import os; print(",".join(map(str, sorted(os.sched_getaffinity(0)))))')
 free_tcp_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -42,6 +47,53 @@ fi
 grep -q "answered 'HTTP/1.0 404" "$hout" || { echo "httpload: unclear 404 failure: $(cat "$hout")" >&2; exit 1; }
 rm -f "$hout"
 
+here=$(dirname "$0")
+mail=$(mktemp -d)
+sport=$(free_tcp_port)
+python3 "$here/fake_smtp.py" "$sport" "$mail" &
+smtpd=$!
+trap 'kill "$httpd" "$smtpd" 2>/dev/null; wait "$httpd" "$smtpd" 2>/dev/null; rm -rf "$web" "$mail"' EXIT
+for i in $(seq 50); do python3 -c "import socket; socket.create_connection(('127.0.0.1', $sport))" 2>/dev/null && break; sleep 0.1; done
+sout=$(mktemp)
+for bin in "${smtploads[@]}"; do
+    rm -f "$mail"/u*
+    "$bin" --ports "$sport" --cpus "$cpus" --sessions 6 --messages-per-connection 3 --warmup 0.2 --duration 1 \
+        --ledger "$sout.ledger" --result "$sout.json" > "$sout"
+    read -r done lost errors < <(sed -n 's/.*done=\([0-9]*\) lost=\([0-9]*\) errors=\([0-9]*\).*/\1 \2 \3/p' "$sout")
+    [[ ${done:-0} -gt 30 && $lost -eq 0 && $errors -eq 0 ]] || { echo "$bin: $(cat "$sout")" >&2; exit 1; }
+    # Every message the ledger says was accepted arrived once, in its session's box, and nothing else did.
+    python3 - "$sout.ledger" "$mail" "$sout.json" <<'PY' || { echo "$bin: ledger and mailboxes disagree" >&2; exit 1; }
+import json, sys
+from pathlib import Path
+ledger, mail, result = json.load(open(sys.argv[1])), Path(sys.argv[2]), json.load(open(sys.argv[3]))
+assert len(ledger["sessions"]) == 6
+for s in ledger["sessions"]:
+    box = mail / s["user"]
+    got = [line.split(".") for line in box.read_text().split()] if box.exists() else []
+    assert all(int(sid) == int(s["user"][1:]) for sid, _ in got), (s["user"], got[:3])
+    seqs = sorted(int(n) for _, n in got)
+    accepted = [n for a, b in s["accepted"] for n in range(a, b)]
+    assert len(seqs) == len(set(seqs)), "a message twice"
+    assert set(accepted) <= set(seqs) <= set(accepted) | set(s["uncertain"]), (s, seqs[-5:])
+conn = result["connection_ns"]
+assert result["sessions"] == 6 and 0 < conn["p50"] <= conn["max"], result
+PY
+    echo "$bin: $(cat "$sout")"
+done
+kill "$smtpd"; wait "$smtpd" 2>/dev/null || true
+python3 "$here/fake_smtp.py" "$sport" "$mail" --reject-rcpt &
+smtpd=$!
+for i in $(seq 50); do python3 -c "import socket; socket.create_connection(('127.0.0.1', $sport))" 2>/dev/null && break; sleep 0.1; done
+if "${smtploads[0]}" --ports "$sport" --cpus 0 --sessions 2 --duration 1 > "$sout" 2>&1; then
+    echo "smtpload: a rejected recipient passed" >&2; exit 1
+fi
+grep -q "answered '550 no such user here' to RCPT TO" "$sout" || { echo "smtpload: unclear rejection: $(cat "$sout")" >&2; exit 1; }
+set +e
+"${smtploads[0]}" --ports "$sport" --cpus 0 --sessions 0 --duration 1 >/dev/null 2>&1
+[[ $? -eq 2 ]] || { echo "smtpload: --sessions 0 not exit 2" >&2; exit 1; }
+set -e
+rm -f "$sout" "$sout.ledger" "$sout.json"
+
 if ! command -v memcached >/dev/null; then
     echo "loadgen: memcached not installed, memload tests skipped" >&2
     exit 0
@@ -52,7 +104,7 @@ port=$(free_udp_port)
 memcached -u "$user" -l 127.0.0.1 -p 0 -U "$port" -t 1 -m 16 &
 server=$!
 out=$(mktemp)
-trap 'kill "$server" "$httpd" 2>/dev/null; wait "$server" "$httpd" 2>/dev/null; rm -rf "$out" "$out.json" "$web"' EXIT
+trap 'kill "$server" "$httpd" "$smtpd" 2>/dev/null; wait "$server" "$httpd" "$smtpd" 2>/dev/null; rm -rf "$out" "$out.json" "$web" "$mail"' EXIT
 for i in $(seq 50); do   # memcached binds its UDP port a moment after it starts
     python3 -c "import socket,sys; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(0.1); s.sendto(b'\0\1\0\0\0\1\0\0version\r\n', ('127.0.0.1', $port)); s.recv(100)" 2>/dev/null && break
     sleep 0.1

@@ -1,0 +1,513 @@
+/*
+ * mosbench-smtpload: the paper's Exim client (section 5.2): SMTP sessions that never stop sending mail.
+ *
+ * A fixed number of sessions (the paper's client processes; 96 by default, whatever the core count),
+ * each in turn: connect, HELO, then --messages-per-connection times MAIL FROM, RCPT TO its own user,
+ * DATA and a message with a 20-byte body, each command waiting for its reply (no pipelining, as the
+ * paper's client), then QUIT and a new connection. QUIT is sent, the write side shut, and only then
+ * the reply read: a client that waits for the reply first stalls on Exim's lingering close.
+ *
+ * Every message carries its session and a sequence number ("00042.00000000000017"). At the end a
+ * ledger lists, per session, the numbers the server accepted (250 after the data) and the ones whose
+ * fate is unknown (time-outs), so the harness can check every accepted message reached the session's
+ * mailbox exactly once. Work counted here is acceptance; the harness counts deliveries.
+ */
+#include "run.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define NAME "mosbench-smtpload"
+#define IN_SIZE 2048
+#define OUT_SIZE 512
+#define SCAN_NS 10000000ull
+#define MAX_SESSIONS 65536 /* the body's session field has five digits */
+
+enum step { CONNECTING, GREETING, HELO, MAIL, RCPT, DATA, MESSAGE, QUIT, CLOSING };
+static const char *const step_names[] = { "connect", "greeting", "HELO", "MAIL FROM", "RCPT TO", "DATA",
+					  "the message", "QUIT", "close" };
+static const int expected_code[] = { 0, 220, 250, 250, 250, 354, 250, 221, 0 };
+
+struct range {
+	uint64_t start, end; /* [start, end) */
+};
+
+struct session {
+	int fd;
+	unsigned id;
+	uint16_t port;
+	enum step step;
+	unsigned sent_on_conn;
+	uint64_t conn_started_ns, msg_started_ns, step_started_ns;
+	uint64_t seq;		/* the next (or the in-flight) message's number */
+	int in_flight;		/* the message `seq` was sent, its reply not read */
+	size_t out_len, out_sent;
+	size_t in_have;
+	char out[OUT_SIZE];
+	char in[IN_SIZE];
+	struct range *accepted;
+	size_t naccepted, accepted_cap;
+	uint64_t *uncertain;
+	size_t nuncertain, uncertain_cap;
+};
+
+struct smtpload {
+	unsigned nsessions;
+	unsigned per_conn;
+	const char *domain;
+	uint64_t timeout_ns;
+	const char *ledger_path;
+	struct session *sessions;
+};
+
+struct smtp_thread {
+	int epfd;
+	struct session **mine;
+	unsigned nmine;
+	struct hist connection; /* connect to close, window only */
+};
+
+static int grow(void **v, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap * 2 : 16;
+	void *p = realloc(*v, n * size);
+	if (!p)
+		return -1;
+	*v = p;
+	*cap = n;
+	return 0;
+}
+
+static int note_accepted(struct session *s)
+{
+	if (s->naccepted && s->accepted[s->naccepted - 1].end == s->seq) {
+		s->accepted[s->naccepted - 1].end++;
+		return 0;
+	}
+	if (grow((void **)&s->accepted, &s->accepted_cap, s->naccepted + 1, sizeof(*s->accepted)))
+		return -1;
+	s->accepted[s->naccepted++] = (struct range){ s->seq, s->seq + 1 };
+	return 0;
+}
+
+static int note_uncertain(struct session *s)
+{
+	if (grow((void **)&s->uncertain, &s->uncertain_cap, s->nuncertain + 1, sizeof(*s->uncertain)))
+		return -1;
+	s->uncertain[s->nuncertain++] = s->seq;
+	return 0;
+}
+
+static void watch(struct smtp_thread *st, struct session *s, uint32_t events, int op)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = s };
+	epoll_ctl(st->epfd, op, s->fd, &ev);
+}
+
+static int connect_session(struct load_thread *t, struct session *s)
+{
+	struct smtp_thread *st = t->priv;
+	if (s->fd >= 0)
+		close(s->fd); /* also leaves the epoll set */
+	s->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (s->fd < 0) {
+		load_fail(&t->run->stats, NAME ": socket: %s", strerror(errno));
+		return -1;
+	}
+	int one = 1;
+	setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(s->port), .sin_addr = t->run->host };
+	s->conn_started_ns = s->step_started_ns = load_now_ns();
+	s->sent_on_conn = 0;
+	s->in_have = s->out_len = s->out_sent = 0;
+	if (connect(s->fd, (struct sockaddr *)&to, sizeof(to)) && errno != EINPROGRESS) {
+		load_fail(&t->run->stats, NAME ": connect to %s:%u: %s", t->run->host_name, s->port,
+			  errno == EADDRNOTAVAIL ? "out of local ports (TIME_WAIT?)" : strerror(errno));
+		return -1;
+	}
+	s->step = CONNECTING;
+	watch(st, s, EPOLLOUT, EPOLL_CTL_ADD);
+	return 0;
+}
+
+/* Sends what is queued; the rest goes when the socket is writable again. */
+static int flush(struct load_thread *t, struct session *s)
+{
+	while (s->out_sent < s->out_len) {
+		ssize_t n = send(s->fd, s->out + s->out_sent, s->out_len - s->out_sent, MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EAGAIN) {
+				watch(t->priv, s, EPOLLIN | EPOLLOUT, EPOLL_CTL_MOD);
+				return 0;
+			}
+			load_fail(&t->run->stats, NAME ": send %s to port %u: %s", step_names[s->step], s->port,
+				  strerror(errno));
+			return -1;
+		}
+		s->out_sent += (size_t)n;
+	}
+	if (s->step == QUIT)
+		shutdown(s->fd, SHUT_WR); /* then read the reply: see the top of the file */
+	watch(t->priv, s, EPOLLIN, EPOLL_CTL_MOD);
+	return 0;
+}
+
+static int say(struct load_thread *t, struct session *s, enum step next, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int say(struct load_thread *t, struct session *s, enum step next, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(s->out, sizeof(s->out), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(s->out)) {
+		load_fail(&t->run->stats, NAME ": a command does not fit %d bytes (--domain too long?)", OUT_SIZE);
+		return -1;
+	}
+	s->out_len = (size_t)n;
+	s->out_sent = 0;
+	s->step = next;
+	s->step_started_ns = load_now_ns();
+	return flush(t, s);
+}
+
+static int send_mail_from(struct load_thread *t, const struct smtpload *g, struct session *s)
+{
+	s->msg_started_ns = load_now_ns();
+	return say(t, s, MAIL, "MAIL FROM:<client@%s>\r\n", g->domain);
+}
+
+static int on_reply(struct load_thread *t, const struct smtpload *g, struct session *s, int code, const char *line,
+		    size_t len)
+{
+	if (code != expected_code[s->step]) {
+		load_count(t, LC_ERRORS, 1);
+		load_fail(&t->run->stats, NAME ": port %u answered '%.*s' to %s", s->port, (int)(len > 120 ? 120 : len),
+			  line, step_names[s->step]);
+		return -1;
+	}
+	switch (s->step) {
+	case GREETING:
+		return say(t, s, HELO, "HELO mosbench-smtpload\r\n");
+	case HELO:
+		return send_mail_from(t, g, s);
+	case MAIL:
+		return say(t, s, RCPT, "RCPT TO:<u%05u@%s>\r\n", s->id, g->domain);
+	case RCPT:
+		return say(t, s, DATA, "DATA\r\n");
+	case DATA:
+		s->in_flight = 1;
+		load_count(t, LC_SENT, 1);
+		return say(t, s, MESSAGE, "From: <client@%s>\r\nTo: <u%05u@%s>\r\nSubject: mosbench\r\n\r\n"
+			   "%05u.%014" PRIu64 "\r\n.\r\n", g->domain, s->id, g->domain, s->id, s->seq);
+	case MESSAGE:
+		if (note_accepted(s)) {
+			load_fail(&t->run->stats, NAME ": out of memory for the ledger");
+			return -1;
+		}
+		s->seq++;
+		s->in_flight = 0;
+		load_latency(t, load_now_ns() - s->msg_started_ns);
+		load_count(t, LC_DONE, 1);
+		if (++s->sent_on_conn < g->per_conn)
+			return send_mail_from(t, g, s);
+		return say(t, s, QUIT, "QUIT\r\n");
+	case QUIT:
+		s->step = CLOSING; /* the server closes; then a new connection */
+		s->step_started_ns = load_now_ns();
+		return 0;
+	default:
+		load_fail(&t->run->stats, NAME ": port %u sent '%.*s' unasked", s->port, (int)(len > 120 ? 120 : len),
+			  line);
+		return -1;
+	}
+}
+
+/* Consumes complete reply lines; a reply ends at a line whose code is followed by a space (or nothing). */
+static int read_replies(struct load_thread *t, const struct smtpload *g, struct session *s)
+{
+	size_t at = 0;
+	for (;;) {
+		char *eol = memmem(s->in + at, s->in_have - at, "\r\n", 2);
+		if (!eol)
+			break;
+		char *line = s->in + at;
+		size_t len = (size_t)(eol - line);
+		at += len + 2;
+		if (len > 3 && line[3] == '-')
+			continue; /* a continuation line */
+		int code = -1;
+		if (len >= 3 && isdigit((unsigned char)line[0]) && isdigit((unsigned char)line[1]) &&
+		    isdigit((unsigned char)line[2]))
+			code = (line[0] - '0') * 100 + (line[1] - '0') * 10 + (line[2] - '0');
+		if (on_reply(t, g, s, code, line, len))
+			return -1;
+	}
+	if (at == 0 && s->in_have == IN_SIZE) {
+		load_fail(&t->run->stats, NAME ": port %u sent a line longer than %d bytes", s->port, IN_SIZE);
+		return -1;
+	}
+	memmove(s->in, s->in + at, s->in_have - at);
+	s->in_have -= at;
+	return 0;
+}
+
+static void closed(struct load_thread *t, struct session *s)
+{
+	struct smtp_thread *st = t->priv;
+	if (t->in_window)
+		hist_record(&st->connection, load_now_ns() - s->conn_started_ns);
+}
+
+static int on_event(struct load_thread *t, const struct smtpload *g, struct session *s, uint32_t events)
+{
+	if (s->step == CONNECTING) {
+		int err = 0;
+		socklen_t len = sizeof(err);
+		getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+		if (err) {
+			load_fail(&t->run->stats, NAME ": connect to %s:%u: %s", t->run->host_name, s->port,
+				  strerror(err));
+			return -1;
+		}
+		s->step = GREETING;
+		s->step_started_ns = load_now_ns();
+		watch(t->priv, s, EPOLLIN, EPOLL_CTL_MOD);
+		return 0;
+	}
+	if ((events & EPOLLOUT) && s->out_sent < s->out_len && flush(t, s))
+		return -1;
+	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+		return 0;
+	for (;;) {
+		ssize_t n = recv(s->fd, s->in + s->in_have, IN_SIZE - s->in_have, 0);
+		if (n < 0) {
+			if (errno == EAGAIN)
+				return 0;
+			if (s->step == CLOSING && errno == ECONNRESET)
+				n = 0;
+			else {
+				load_fail(&t->run->stats, NAME ": recv from port %u waiting for %s: %s", s->port,
+					  step_names[s->step], strerror(errno));
+				return -1;
+			}
+		}
+		if (n == 0) {
+			if (s->step != CLOSING) {
+				load_fail(&t->run->stats, NAME ": port %u closed the connection waiting for %s", s->port,
+					  step_names[s->step]);
+				return -1;
+			}
+			closed(t, s);
+			return connect_session(t, s);
+		}
+		s->in_have += (size_t)n;
+		if (read_replies(t, g, s))
+			return -1;
+	}
+}
+
+/* A step unanswered in time: its message (if one was out) may or may not arrive, so it is noted as such. */
+static int timed_out(struct load_thread *t, struct session *s)
+{
+	if (s->step != QUIT && s->step != CLOSING)
+		load_count(t, LC_LOST, 1);
+	if (s->in_flight) {
+		if (note_uncertain(s)) {
+			load_fail(&t->run->stats, NAME ": out of memory for the ledger");
+			return -1;
+		}
+		s->seq++;
+		s->in_flight = 0;
+	}
+	return connect_session(t, s);
+}
+
+static void *smtp_thread(struct load_thread *t)
+{
+	const struct smtpload *g = t->run->priv;
+	struct smtp_thread *st = t->priv;
+	for (unsigned i = 0; i < st->nmine; i++)
+		if (connect_session(t, st->mine[i]))
+			return NULL;
+	struct epoll_event events[256];
+	uint64_t next_scan = load_now_ns() + SCAN_NS;
+	while (!load_stopping(t->run)) {
+		load_poll_phase(t);
+		int n = epoll_wait(st->epfd, events, 256, 10);
+		if (n < 0 && errno != EINTR) {
+			load_fail(&t->run->stats, NAME ": epoll_wait: %s", strerror(errno));
+			return NULL;
+		}
+		for (int i = 0; i < n; i++)
+			if (on_event(t, g, events[i].data.ptr, events[i].events))
+				return NULL;
+		uint64_t now = load_now_ns();
+		if (now < next_scan)
+			continue;
+		next_scan = now + SCAN_NS;
+		for (unsigned i = 0; i < st->nmine; i++) {
+			struct session *s = st->mine[i];
+			if (now - s->step_started_ns >= g->timeout_ns && timed_out(t, s))
+				return NULL;
+		}
+	}
+	return NULL;
+}
+
+static void describe(struct load_run *r, FILE *out)
+{
+	const struct smtpload *g = r->priv;
+	struct hist *conn = malloc(sizeof(*conn));
+	fprintf(out, "\"sessions\": %u, \"messages_per_connection\": %u, \"ports\": %u, \"timeout_ms\": %.0f",
+		g->nsessions, g->per_conn, r->nports, (double)g->timeout_ns / 1e6);
+	if (!conn)
+		return;
+	hist_init(conn);
+	for (unsigned i = 0; i < r->nthreads; i++)
+		hist_merge(conn, &((struct smtp_thread *)r->threads[i].priv)->connection);
+	fputs(",\n ", out);
+	load_write_latency(out, "connection_ns", conn);
+	free(conn);
+}
+
+/* {"sessions": [{"user": "u00000", "next": N, "accepted": [[a, b], ...], "uncertain": [n, ...]}, ...]} */
+static int write_ledger(const struct smtpload *g)
+{
+	char tmp[4096];
+	if (snprintf(tmp, sizeof(tmp), "%s.new", g->ledger_path) >= (int)sizeof(tmp))
+		return -1;
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		return -1;
+	fputs("{\"sessions\": [", f);
+	for (unsigned i = 0; i < g->nsessions; i++) {
+		const struct session *s = &g->sessions[i];
+		fprintf(f, "%s\n {\"user\": \"u%05u\", \"next\": %" PRIu64 ", \"accepted\": [", i ? "," : "", s->id,
+			s->seq + (uint64_t)s->in_flight);
+		for (size_t k = 0; k < s->naccepted; k++)
+			fprintf(f, "%s[%" PRIu64 ", %" PRIu64 "]", k ? ", " : "", s->accepted[k].start, s->accepted[k].end);
+		fputs("], \"uncertain\": [", f);
+		for (size_t k = 0; k < s->nuncertain; k++)
+			fprintf(f, "%s%" PRIu64, k ? ", " : "", s->uncertain[k]);
+		/* A message out when the run stopped may still arrive. */
+		if (s->in_flight)
+			fprintf(f, "%s%" PRIu64, s->nuncertain ? ", " : "", s->seq);
+		fputs("]}", f);
+	}
+	fputs("\n]}\n", f);
+	if (fclose(f) || rename(tmp, g->ledger_path))
+		return -1;
+	return 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: " NAME " --ports LIST --cpus LIST [--sessions N] [--messages-per-connection N]\n"
+		"                         [--domain D] [--timeout-ms MS] [--ledger PATH] [options]\n"
+		"  --sessions N       concurrent SMTP sessions, spread over ports and threads (default 96)\n"
+		"  --messages-per-connection N  messages before QUIT and a new connection (default 10)\n"
+		"  --domain D         the recipients' domain: session i mails u<i>@D (default mosbench.test)\n"
+		"  --timeout-ms MS    a reply not come by then: the session starts a new connection\n"
+		"                     (default 10000)\n"
+		"  --ledger PATH      at the end, per session: the messages accepted and those of unknown fate\n"
+		LOAD_RUN_USAGE);
+}
+
+int main(int argc, char **argv)
+{
+	struct smtpload g = { .nsessions = 96, .per_conn = 10, .domain = "mosbench.test",
+			      .timeout_ns = 10000000000ull };
+	struct load_run r = { .name = NAME, .thread_fn = smtp_thread, .describe = describe, .priv = &g };
+	const struct option options[] = {
+		{ "sessions", required_argument, NULL, 's' },
+		{ "messages-per-connection", required_argument, NULL, 'm' },
+		{ "domain", required_argument, NULL, 'D' },
+		{ "timeout-ms", required_argument, NULL, 't' },
+		{ "ledger", required_argument, NULL, 'L' },
+		{ "help", no_argument, NULL, 'h' },
+		LOAD_RUN_LONG_OPTIONS,
+		{ 0 },
+	};
+	int opt;
+	while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
+		if (load_run_option(&r, opt, optarg))
+			continue;
+		switch (opt) {
+		case 's': g.nsessions = (unsigned)load_parse_number(NAME, "sessions", optarg, 1, MAX_SESSIONS); break;
+		case 'm':
+			g.per_conn = (unsigned)load_parse_number(NAME, "messages-per-connection", optarg, 1, 1000000);
+			break;
+		case 'D': g.domain = optarg; break;
+		case 't': g.timeout_ns = (uint64_t)load_parse_number(NAME, "timeout-ms", optarg, 1, 600000) * 1000000ull; break;
+		case 'L': g.ledger_path = optarg; break;
+		case 'h': usage(); return 0;
+		default: usage(); return 2;
+		}
+	}
+	struct smtp_thread *sts = calloc(r.nthreads ? r.nthreads : 1, sizeof(*sts));
+	for (unsigned i = 0; sts && i < r.nthreads; i++)
+		sts[i].epfd = -1;
+	int status = sts ? load_run_prepare(&r, sts, sizeof(*sts)) : 1;
+	if (status)
+		goto out;
+	status = 1;
+	if (load_reserve_fds(NAME, g.nsessions + r.nthreads + 64))
+		goto out;
+	g.sessions = calloc(g.nsessions, sizeof(*g.sessions));
+	if (!g.sessions)
+		goto out;
+	for (unsigned i = 0; i < r.nthreads; i++) {
+		hist_init(&sts[i].connection);
+		sts[i].epfd = epoll_create1(EPOLL_CLOEXEC);
+		sts[i].mine = calloc(g.nsessions / r.nthreads + 1, sizeof(*sts[i].mine));
+		if (sts[i].epfd < 0 || !sts[i].mine) {
+			fprintf(stderr, NAME ": epoll: %s\n", strerror(errno));
+			goto out;
+		}
+	}
+	/* Session i mails user i, through port i mod ports, from thread i mod threads. */
+	for (unsigned i = 0; i < g.nsessions; i++) {
+		struct session *s = &g.sessions[i];
+		s->fd = -1;
+		s->id = i;
+		s->port = r.ports[i % r.nports];
+		struct smtp_thread *st = &sts[i % r.nthreads];
+		st->mine[st->nmine++] = s;
+	}
+	status = load_run_main(&r);
+	if (g.ledger_path && write_ledger(&g)) {
+		fprintf(stderr, NAME ": ledger %s: %s\n", g.ledger_path, strerror(errno));
+		status = 1;
+	}
+out:
+	for (unsigned i = 0; g.sessions && i < g.nsessions; i++) {
+		if (g.sessions[i].fd >= 0)
+			close(g.sessions[i].fd);
+		free(g.sessions[i].accepted);
+		free(g.sessions[i].uncertain);
+	}
+	for (unsigned i = 0; sts && r.threads && i < r.nthreads; i++) {
+		if (sts[i].epfd >= 0)
+			close(sts[i].epfd);
+		free(sts[i].mine);
+	}
+	free(sts);
+	free(g.sessions);
+	load_run_free(&r);
+	return status;
+}
