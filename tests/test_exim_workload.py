@@ -1,7 +1,11 @@
 """Exim end to end with a real private daemon, its configuration, the mailbox check, and each way a point fails."""
 
 import json
+import os
 import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +15,7 @@ from mosbench.errors import UserError
 from mosbench.workloads import exim
 from tests.conftest import needs_native, needs_root
 from tests.servers import run_points
+from tests.test_run_system import ROOT, _leftovers, _our_cgroups
 
 
 def test_config_is_self_contained(tmp_path):
@@ -183,3 +188,30 @@ def test_clients_out_of_range_is_refused():
     params = {q.name: q.default for q in w.params}
     with pytest.raises(UserError, match=r"exim clients must be 1\.\.65536"):
         w.check_params({**params, "clients": 0})
+
+
+@servers
+def test_a_killed_harness_leaves_no_trusted_line_and_no_exim(tmp_path):
+    before = _trusted_lines()
+    state = tmp_path / "state"
+    proc = subprocess.Popen([sys.executable, "-m", "mosbench", "run", "exim", "--variant", "tuned", "--cores", "1",
+                             "--trials", "3", "--warmup", "0.2", "--duration", "3", "-p", "clients=4",
+                             "--store", str(tmp_path / "s.sqlite")],
+                            cwd=ROOT, env={**os.environ, "MOSBENCH_STATE": str(state)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not any(journal.SCRATCH_PREFIX in line for line in _trusted_lines() or []):
+            assert time.monotonic() < deadline and proc.poll() is None, "no exim point started"
+            time.sleep(0.05)
+        time.sleep(1.0)  # mid-window: the daemon, its children and the client are all running
+        assert _leftovers("mosbench-run"), "no exim process to leave behind"
+    finally:
+        proc.kill()  # no finally runs in the harness: its guardian must undo the journal
+        proc.wait()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and list(state.glob("run-*.json")):
+        time.sleep(0.1)
+    assert not list(state.glob("run-*.json")), "the guardian did not finish"
+    assert _trusted_lines() == before
+    assert not [p for p in _leftovers("mosbench-run") if "mosbench.guardian" not in p] and not _our_cgroups()
