@@ -2,10 +2,23 @@
 
 from pathlib import Path
 
+import pytest
+
 from mosbench import store, topology, workloads
 from mosbench.plan import Plan
 from mosbench.sweep import Sweep
+from tests.conftest import needs_native, needs_root
 from tests.test_run_system import _leftovers, _our_cgroups
+
+
+def needs_server(binary: Path):
+    """Marks a test that runs a real server: it needs the native clients, root (cgroups, the servers'
+    users) and the server's binary."""
+    def mark(test):
+        for m in (needs_native, needs_root, pytest.mark.skipif(not binary.exists(), reason=f"{binary} not installed")):
+            test = m(test)
+        return test
+    return mark
 
 
 def run_points(tmp_path: Path, monkeypatch, workload: str, test: str = "", variants=(), cores=None,

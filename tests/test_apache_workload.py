@@ -7,8 +7,7 @@ import pytest
 
 from mosbench.errors import UserError
 from mosbench.workloads import apache
-from tests.conftest import needs_native, needs_root
-from tests.servers import run_points
+from tests.servers import needs_server, run_points
 
 
 def test_config_is_self_contained(tmp_path):
@@ -25,12 +24,7 @@ def test_config_is_self_contained(tmp_path):
     assert "ThreadsPerChild 10" in bucketed and "MaxRequestWorkers 40" in bucketed
 
 
-def servers(test):
-    """Real apache2 runs: need the native client, root (cgroups, the www-data user) and apache2."""
-    marks = (needs_native, needs_root, pytest.mark.skipif(not apache.APACHE.exists(), reason="apache2 not installed"))
-    for mark in marks:
-        test = mark(test)
-    return test
+servers = needs_server(apache.APACHE)
 
 
 @servers

@@ -13,8 +13,7 @@ import pytest
 from mosbench import journal
 from mosbench.errors import UserError
 from mosbench.workloads import exim
-from tests.conftest import needs_native, needs_root
-from tests.servers import run_points
+from tests.servers import needs_server, run_points
 from tests.test_run_system import ROOT, _leftovers, _our_cgroups
 
 
@@ -96,12 +95,7 @@ def test_a_list_the_run_made_goes_with_its_last_line(tmp_path, monkeypatch):
     assert not trusted.exists()
 
 
-def servers(test):
-    """Real Exim runs: need the native client, root (cgroups, the trusted list) and exim4."""
-    marks = (needs_native, needs_root, pytest.mark.skipif(not exim.EXIM.exists(), reason="exim4 not installed"))
-    for mark in marks:
-        test = mark(test)
-    return test
+servers = needs_server(exim.EXIM)
 
 
 def _trusted_lines() -> list[str] | None:

@@ -25,7 +25,6 @@
 
 #define NAME "mosbench-httpload"
 #define BUF_SIZE 16384
-#define SCAN_NS 10000000ull
 
 enum conn_state { CONNECTING, SENDING, READING, DRAINING };
 
@@ -218,38 +217,33 @@ static int on_event(struct load_thread *t, const struct httpload *h, struct conn
 	}
 }
 
-static void *http_thread(struct load_thread *t)
+static int http_event(struct load_thread *t, void *item, uint32_t events)
+{
+	return on_event(t, t->run->priv, item, events);
+}
+
+static int http_scan(struct load_thread *t, uint64_t now)
 {
 	const struct httpload *h = t->run->priv;
+	struct http_thread *ht = t->priv;
+	for (unsigned i = 0; i < ht->nmine; i++) {
+		struct conn *c = ht->mine[i];
+		if (c->state != DRAINING && now - c->started_ns >= h->timeout_ns) {
+			load_count(t, LC_LOST, 1);
+			if (reconnect(t, c))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static void *http_thread(struct load_thread *t)
+{
 	struct http_thread *ht = t->priv;
 	for (unsigned i = 0; i < ht->nmine; i++)
 		if (reconnect(t, ht->mine[i]))
 			return NULL;
-	struct epoll_event events[256];
-	uint64_t next_scan = load_now_ns() + SCAN_NS;
-	while (!load_stopping(t->run)) {
-		load_poll_phase(t);
-		int n = epoll_wait(ht->epfd, events, 256, 10);
-		if (n < 0 && errno != EINTR) {
-			load_fail(&t->run->stats, NAME ": epoll_wait: %s", strerror(errno));
-			return NULL;
-		}
-		for (int i = 0; i < n; i++)
-			if (on_event(t, h, events[i].data.ptr, events[i].events))
-				return NULL;
-		uint64_t now = load_now_ns();
-		if (now < next_scan)
-			continue;
-		next_scan = now + SCAN_NS;
-		for (unsigned i = 0; i < ht->nmine; i++) {
-			struct conn *c = ht->mine[i];
-			if (c->state != DRAINING && now - c->started_ns >= h->timeout_ns) {
-				load_count(t, LC_LOST, 1);
-				if (reconnect(t, c))
-					return NULL;
-			}
-		}
-	}
+	load_epoll_loop(t, ht->epfd, http_event, http_scan);
 	return NULL;
 }
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -216,6 +217,31 @@ static void sleep_until(uint64_t deadline_ns, const struct load_run *r)
 		uint64_t step = deadline_ns - now < 10000000ull ? deadline_ns - now : 10000000ull;
 		struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)step };
 		nanosleep(&ts, NULL);
+	}
+}
+
+void load_epoll_loop(struct load_thread *t, int epfd, int (*on_event)(struct load_thread *t, void *item, uint32_t events),
+		     int (*scan)(struct load_thread *t, uint64_t now))
+{
+	const uint64_t scan_ns = 10000000ull;
+	struct epoll_event events[256];
+	uint64_t next_scan = load_now_ns() + scan_ns;
+	while (!load_stopping(t->run)) {
+		load_poll_phase(t);
+		int n = epoll_wait(epfd, events, 256, 10);
+		if (n < 0 && errno != EINTR) {
+			load_fail(&t->run->stats, "%s: epoll_wait: %s", t->run->name, strerror(errno));
+			return;
+		}
+		for (int i = 0; i < n; i++)
+			if (on_event(t, events[i].data.ptr, events[i].events))
+				return;
+		uint64_t now = load_now_ns();
+		if (now < next_scan)
+			continue;
+		next_scan = now + scan_ns;
+		if (scan(t, now))
+			return;
 	}
 }
 

@@ -54,6 +54,10 @@ bool load_stopping(const struct load_run *r);
 void load_poll_phase(struct load_thread *t);
 void load_count(struct load_thread *t, enum load_counter c, uint64_t n);
 void load_latency(struct load_thread *t, uint64_t ns);
+/* A TCP generator's thread loop, until the run stops or a callback fails (returning non-zero, after
+ * load_fail): each epoll event to on_event with its data.ptr, and every 10 ms scan(now) for time-outs. */
+void load_epoll_loop(struct load_thread *t, int epfd, int (*on_event)(struct load_thread *t, void *item, uint32_t events),
+		     int (*scan)(struct load_thread *t, uint64_t now));
 /* `"key": {count, min, p50, p90, p99, p999, max}` of a histogram, for a result file. */
 void load_write_latency(FILE *f, const char *key, const struct hist *h);
 /* Raises the soft descriptor limit to what `need` descriptors require; a clear error when it cannot. */

@@ -31,7 +31,6 @@
 #define NAME "mosbench-smtpload"
 #define IN_SIZE 2048
 #define OUT_SIZE 512
-#define SCAN_NS 10000000ull
 #define MAX_SESSIONS 65536 /* the body's session field has five digits */
 
 enum step { CONNECTING, GREETING, HELO, MAIL, RCPT, DATA, MESSAGE, QUIT, CLOSING };
@@ -337,35 +336,28 @@ static int timed_out(struct load_thread *t, struct session *s)
 	return connect_session(t, s);
 }
 
-static void *smtp_thread(struct load_thread *t)
+static int smtp_event(struct load_thread *t, void *item, uint32_t events)
+{
+	return on_event(t, t->run->priv, item, events);
+}
+
+static int smtp_scan(struct load_thread *t, uint64_t now)
 {
 	const struct smtpload *g = t->run->priv;
 	struct smtp_thread *st = t->priv;
 	for (unsigned i = 0; i < st->nmine; i++)
+		if (now - st->mine[i]->step_started_ns >= g->timeout_ns && timed_out(t, st->mine[i]))
+			return -1;
+	return 0;
+}
+
+static void *smtp_thread(struct load_thread *t)
+{
+	struct smtp_thread *st = t->priv;
+	for (unsigned i = 0; i < st->nmine; i++)
 		if (connect_session(t, st->mine[i]))
 			return NULL;
-	struct epoll_event events[256];
-	uint64_t next_scan = load_now_ns() + SCAN_NS;
-	while (!load_stopping(t->run)) {
-		load_poll_phase(t);
-		int n = epoll_wait(st->epfd, events, 256, 10);
-		if (n < 0 && errno != EINTR) {
-			load_fail(&t->run->stats, NAME ": epoll_wait: %s", strerror(errno));
-			return NULL;
-		}
-		for (int i = 0; i < n; i++)
-			if (on_event(t, g, events[i].data.ptr, events[i].events))
-				return NULL;
-		uint64_t now = load_now_ns();
-		if (now < next_scan)
-			continue;
-		next_scan = now + SCAN_NS;
-		for (unsigned i = 0; i < st->nmine; i++) {
-			struct session *s = st->mine[i];
-			if (now - s->step_started_ns >= g->timeout_ns && timed_out(t, s))
-				return NULL;
-		}
-	}
+	load_epoll_loop(t, st->epfd, smtp_event, smtp_scan);
 	return NULL;
 }
 
