@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,27 +68,11 @@ static int reconnect(struct load_thread *t, struct conn *c)
 	struct http_thread *ht = t->priv;
 	if (c->fd >= 0)
 		close(c->fd);	/* also leaves the epoll set */
-	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (c->fd < 0) {
-		load_fail(&t->run->stats, NAME ": socket: %s", strerror(errno));
-		return -1;
-	}
-	int one = 1;
-	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(c->port), .sin_addr = t->run->host };
 	c->started_ns = load_now_ns();
 	c->sent = c->have = 0;
-	if (connect(c->fd, (struct sockaddr *)&to, sizeof(to)) && errno != EINPROGRESS) {
-		if (errno == EADDRNOTAVAIL) {
-			load_fail(&t->run->stats, NAME ": out of local ports connecting to %u (TIME_WAIT?)", c->port);
-			return -1;
-		}
-		load_fail(&t->run->stats, NAME ": connect to %s:%u: %s", t->run->host_name, c->port, strerror(errno));
-		return -1;
-	}
 	c->state = CONNECTING;
-	watch(ht, c, EPOLLOUT, EPOLL_CTL_ADD);
-	return 0;
+	c->fd = load_tcp_connect(t, ht->epfd, c->port, c);
+	return c->fd < 0 ? -1 : 0;
 }
 
 static int start_request(struct load_thread *t, const struct httpload *h, struct conn *c)

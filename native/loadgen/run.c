@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -218,6 +219,28 @@ static void sleep_until(uint64_t deadline_ns, const struct load_run *r)
 		struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)step };
 		nanosleep(&ts, NULL);
 	}
+}
+
+int load_tcp_connect(struct load_thread *t, int epfd, uint16_t port, void *item)
+{
+	const struct load_run *r = t->run;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		load_fail(&r->stats, "%s: socket: %s", r->name, strerror(errno));
+		return -1;
+	}
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr = r->host };
+	if (connect(fd, (struct sockaddr *)&to, sizeof(to)) && errno != EINPROGRESS) {
+		load_fail(&r->stats, "%s: connect to %s:%u: %s", r->name, r->host_name, port,
+			  errno == EADDRNOTAVAIL ? "out of local ports (TIME_WAIT?)" : strerror(errno));
+		close(fd);
+		return -1;
+	}
+	struct epoll_event ev = { .events = EPOLLOUT, .data.ptr = item };
+	epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+	return fd;
 }
 
 void load_epoll_loop(struct load_thread *t, int epfd, int (*on_event)(struct load_thread *t, void *item, uint32_t events),

@@ -54,6 +54,9 @@ bool load_stopping(const struct load_run *r);
 void load_poll_phase(struct load_thread *t);
 void load_count(struct load_thread *t, enum load_counter c, uint64_t n);
 void load_latency(struct load_thread *t, uint64_t ns);
+/* A non-blocking TCP_NODELAY socket connecting to the servers' host at port, added to epfd for
+ * EPOLLOUT with item as its data; -1 after load_fail. */
+int load_tcp_connect(struct load_thread *t, int epfd, uint16_t port, void *item);
 /* A TCP generator's thread loop, until the run stops or a callback fails (returning non-zero, after
  * load_fail): each epoll event to on_event with its data.ptr, and every 10 ms scan(now) for time-outs. */
 void load_epoll_loop(struct load_thread *t, int epfd, int (*on_event)(struct load_thread *t, void *item, uint32_t events),

@@ -19,7 +19,6 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,25 +120,12 @@ static int connect_session(struct load_thread *t, struct session *s)
 	struct smtp_thread *st = t->priv;
 	if (s->fd >= 0)
 		close(s->fd); /* also leaves the epoll set */
-	s->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (s->fd < 0) {
-		load_fail(&t->run->stats, NAME ": socket: %s", strerror(errno));
-		return -1;
-	}
-	int one = 1;
-	setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(s->port), .sin_addr = t->run->host };
 	s->conn_started_ns = s->step_started_ns = load_now_ns();
 	s->sent_on_conn = 0;
 	s->in_have = s->out_len = s->out_sent = 0;
-	if (connect(s->fd, (struct sockaddr *)&to, sizeof(to)) && errno != EINPROGRESS) {
-		load_fail(&t->run->stats, NAME ": connect to %s:%u: %s", t->run->host_name, s->port,
-			  errno == EADDRNOTAVAIL ? "out of local ports (TIME_WAIT?)" : strerror(errno));
-		return -1;
-	}
 	s->step = CONNECTING;
-	watch(st, s, EPOLLOUT, EPOLL_CTL_ADD);
-	return 0;
+	s->fd = load_tcp_connect(t, st->epfd, s->port, s);
+	return s->fd < 0 ? -1 : 0;
 }
 
 /* Sends what is queued; the rest goes when the socket is writable again. */
