@@ -155,6 +155,7 @@ def run(selections, cores, variants, trials, duration, warmup, interval, placeme
         )
         for wname, wparams in the_plan.params.items():
             workloads.get(wname).check_params(wparams)
+            workloads.get(wname).check_cores(wparams, max(the_plan.cores))
         preflight(isolation_mode)
         env = environment.capture(topo)
         run_id = db.create_run(the_plan.to_json(), env, shlex.join(["mosbench", *sys.argv[1:]]), label)

@@ -8,6 +8,7 @@ import tarfile
 
 import pytest
 
+from mosbench import linuxsrc
 from mosbench.errors import UserError
 from mosbench.workloads import psearchy
 from tests.conftest import ROOT, mosbench, needs_native
@@ -48,32 +49,32 @@ def test_bad_corpus(tmp_path):
 
 
 def _tarball(path, files):
-    src = path.parent / "src" / psearchy.LINUX_TREE
+    src = path.parent / "src" / linuxsrc.LINUX_TREE
     for name, text in files.items():
         (src / name).parent.mkdir(parents=True, exist_ok=True)
         (src / name).write_text(text)
     with tarfile.open(path, "w:xz") as t:
-        t.add(src, arcname=psearchy.LINUX_TREE)
+        t.add(src, arcname=linuxsrc.LINUX_TREE)
 
 
 def test_linux_tree_unpacked_once(tmp_path, monkeypatch):
     tarball = tmp_path / "linux.tar.xz"
     _tarball(tarball, {"fs/open.c": "int do_sys_open;", "mm/mmap.c": "mmap"})
-    monkeypatch.setattr(psearchy, "LINUX_TARBALL", tarball)
+    monkeypatch.setattr(linuxsrc, "LINUX_TARBALL", tarball)
     cache = tmp_path / "cache"
-    tree = psearchy.unpack_linux(cache)
+    tree = linuxsrc.unpack_linux(cache)
     assert (tree / "fs" / "open.c").read_text() == "int do_sys_open;"
     (tree / "marker").write_text("")
-    assert psearchy.unpack_linux(cache) == tree and (tree / "marker").exists()  # not unpacked again
-    assert sorted(p.name for p in cache.iterdir()) == [psearchy.LINUX_TREE]  # no partial copy left
+    assert linuxsrc.unpack_linux(cache) == tree and (tree / "marker").exists()  # not unpacked again
+    assert sorted(p.name for p in cache.iterdir()) == [linuxsrc.LINUX_TREE]  # no partial copy left
 
 
 def test_broken_tarball_leaves_nothing(tmp_path, monkeypatch):
     tarball = tmp_path / "linux.tar.xz"
     tarball.write_bytes(b"not xz")
-    monkeypatch.setattr(psearchy, "LINUX_TARBALL", tarball)
+    monkeypatch.setattr(linuxsrc, "LINUX_TARBALL", tarball)
     with pytest.raises(UserError, match="cannot unpack"):
-        psearchy.unpack_linux(tmp_path / "cache")
+        linuxsrc.unpack_linux(tmp_path / "cache")
     assert list((tmp_path / "cache").iterdir()) == []
 
 
@@ -81,9 +82,9 @@ def test_subdir_is_checked_before_a_run_exists(tmp_path, monkeypatch):
     """`-p subdir=nosuch` is refused from the tarball's listing, without unpacking 1.4 GB first."""
     tarball = tmp_path / "linux.tar.xz"
     _tarball(tarball, {"fs/ext4/inode.c": "ext4", "mm/mmap.c": "mmap", "README": "Linux"})
-    monkeypatch.setattr(psearchy, "LINUX_TARBALL", tarball)
+    monkeypatch.setattr(linuxsrc, "LINUX_TARBALL", tarball)
     cache = tmp_path / "cache"
-    monkeypatch.setattr(psearchy, "tmpfs_cache", lambda fallback: cache)
+    monkeypatch.setattr(linuxsrc, "tree_cache", lambda: cache)
     w = psearchy.Psearchy()
     base = {"corpus": "", "mem_mb": 48, "dblim": 200000}
     for ok in ("fs", "fs/ext4", "mm", ""):
@@ -91,7 +92,7 @@ def test_subdir_is_checked_before_a_run_exists(tmp_path, monkeypatch):
     for bad in ("nosuch", "fs/ext3", "README", "mm/mmap.c"):
         with pytest.raises(UserError, match=f"psearchy subdir '{bad}' is not a directory of linux-source-6.1"):
             w.check_params({**base, "subdir": bad})
-    assert not (cache / psearchy.LINUX_TREE).exists()  # listed, not unpacked
-    tree = psearchy.unpack_linux(cache)  # once unpacked, the tree itself answers
+    assert not (cache / linuxsrc.LINUX_TREE).exists()  # listed, not unpacked
+    tree = linuxsrc.unpack_linux(cache)  # once unpacked, the tree itself answers
     (tree / "fs" / "new").mkdir()
     w.check_params({**base, "subdir": "fs/new"})

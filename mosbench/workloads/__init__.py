@@ -6,13 +6,16 @@ from mosbench.errors import UserError
 from mosbench.workloads.apache import Apache
 from mosbench.workloads.base import Workload
 from mosbench.workloads.exim import Exim
+from mosbench.workloads.gmake import Gmake
 from mosbench.workloads.memcached import Memcached
 from mosbench.workloads.metis import Metis
 from mosbench.workloads.micro import Micro
 from mosbench.workloads.psearchy import Psearchy
 from mosbench.workloads.scale import Scale
 
-REGISTRY: dict[str, type[Workload]] = {w.name: w for w in (Micro, Scale, Metis, Psearchy, Memcached, Apache, Exim)}
+REGISTRY: dict[str, type[Workload]] = {
+    w.name: w for w in (Micro, Scale, Metis, Psearchy, Gmake, Memcached, Apache, Exim)
+}
 
 
 def get(name: str) -> Workload:

@@ -186,6 +186,9 @@ class Workload(ABC):
     def check_params(self, params: dict[str, Any]) -> None:
         """Raises UserError for parameters that cannot work (a missing input file), before a run exists."""
 
+    def check_cores(self, params: dict[str, Any], cores: int) -> None:
+        """Raises UserError where this machine cannot hold a point on `cores` CPUs (memory, limits)."""
+
     def setup(self, ctx: RunContext) -> None:
         pass
 

@@ -1,0 +1,75 @@
+"""gmake: the serial-fraction estimate, the checks before a run, and real builds of a small part of the tree."""
+
+import pytest
+
+from mosbench import linuxsrc
+from mosbench.errors import PointFailed, UserError
+from mosbench.workloads import gmake
+from tests.conftest import needs_root
+from tests.servers import run_points
+
+
+def test_serial_fraction_is_cpu_time_while_one_thing_ran():
+    # 1 s at one CPU, 2 s at four, 0.5 s at one: 1.5 of 9.5 CPU-seconds were serial.
+    timeline = [(0.5, 1.0), (1.0, 1.0), (2.0, 4.0), (3.0, 4.0), (3.5, 1.0)]
+    p = gmake.serial_profile(timeline, cpus=4)
+    assert p["serial_fraction"] == pytest.approx(1.5 / 9.5, abs=1e-4)
+    assert p["amdahl_limit"] == pytest.approx(9.5 / 1.5, abs=0.05)
+    assert p["serial_start_s"] == pytest.approx(1.0) and p["tail_s"] == pytest.approx(0.5)
+    assert gmake.serial_profile(timeline, cpus=1) == {}  # one CPU cannot tell serial from parallel
+
+
+def test_every_job_must_build_what_the_first_built():
+    extra: dict = {}
+    gmake.same_work(extra, 13)
+    gmake.same_work(extra, 13)
+    with pytest.raises(PointFailed, match="make built 12 objects, the run's first job 13"):
+        gmake.same_work(extra, 12)
+
+
+def test_targets_are_make_targets_only():
+    w = gmake.Gmake()
+    assert gmake.targets_of("mm/, fs/proc/ kernel/") == ["mm/", "fs/proc/", "kernel/"]
+    w.check_params({"targets": "vmlinux"})
+    for bad in ("", "-k", "CC=clang", "../x"):
+        with pytest.raises(UserError):
+            w.check_params({"targets": bad})
+
+
+def test_more_jobs_than_memory_is_refused_before_the_run(monkeypatch):
+    monkeypatch.setattr(gmake, "mem_available_mb", lambda: 24 * 1024.0)
+    monkeypatch.setattr(linuxsrc, "tree_cache", lambda: linuxsrc.Path("/nonexistent"))
+    w = gmake.Gmake()
+    w.check_cores({"targets": "mm/"}, 2)
+    with pytest.raises(UserError, match=r"gmake at 256 cores runs make -j512: about 126\.5 GB .* 24\.0 GB available"):
+        w.check_cores({"targets": "mm/"}, 256)
+
+
+def builds(test):
+    """Real builds: root (cgroups) and the Linux source package, unpacked once into the shared cache."""
+    for mark in (needs_root, pytest.mark.skipif(not linuxsrc.LINUX_TARBALL.is_file(), reason="no linux-source-6.1")):
+        test = mark(test)
+    return test
+
+
+@builds
+def test_builds_the_same_objects_at_every_core_count(tmp_path, monkeypatch):
+    points = run_points(tmp_path, monkeypatch, "gmake", cores=[1, 2], targets="lib/math/")
+    assert [p["status"] for p in points] == ["ok", "ok"], [p.get("reason") for p in points]
+    objects = {p["metrics"]["objects"] for p in points}
+    assert len(objects) == 1 and objects.pop() > 0
+    two = next(p for p in points if p["cores"] == 2)
+    assert two["metrics"]["jobs"] == 4 and 0 < two["metrics"]["serial_fraction"] <= 1
+
+
+@builds
+def test_a_build_error_fails_the_point_with_makes_words(tmp_path, monkeypatch):
+    (p,) = run_points(tmp_path, monkeypatch, "gmake", targets="lib/math/nosuch.o")
+    assert p["status"] == "failed"
+    assert "make exited with status 2" in p["reason"] and "No rule to make target" in p["reason"]
+
+
+@builds
+def test_targets_defconfig_does_not_build_fail_the_point(tmp_path, monkeypatch):
+    (p,) = run_points(tmp_path, monkeypatch, "gmake", targets="fs/ext2/")
+    assert p["status"] == "failed" and "make built no objects for fs/ext2/" in p["reason"]
