@@ -1,5 +1,7 @@
 """gmake: the serial-fraction estimate, the checks before a run, and real builds of a small part of the tree."""
 
+import time
+
 import pytest
 
 from mosbench import linuxsrc
@@ -7,6 +9,7 @@ from mosbench.errors import PointFailed, UserError
 from mosbench.workloads import gmake
 from tests.conftest import needs_root
 from tests.servers import run_points
+from tests.test_run_system import _leftovers
 
 
 def test_serial_fraction_is_cpu_time_while_one_thing_ran():
@@ -73,3 +76,25 @@ def test_a_build_error_fails_the_point_with_makes_words(tmp_path, monkeypatch):
 def test_targets_defconfig_does_not_build_fail_the_point(tmp_path, monkeypatch):
     (p,) = run_points(tmp_path, monkeypatch, "gmake", targets="fs/ext2/")
     assert p["status"] == "failed" and "make built no objects for fs/ext2/" in p["reason"]
+
+
+@builds
+def test_make_killed_mid_build_fails_the_point_and_leaves_no_compiler(tmp_path, monkeypatch):
+    began = gmake.GmakeInstance.begin
+
+    def begin_then_kill(self):
+        began(self)
+        time.sleep(1.5)  # the compilers are running by now
+        self.proc.kill()
+
+    monkeypatch.setattr(gmake.GmakeInstance, "begin", begin_then_kill)
+    (p,) = run_points(tmp_path, monkeypatch, "gmake", targets="security/keys/")  # checks nothing is left
+    assert p["status"] == "failed" and "make exited with status -9" in p["reason"]
+    assert not [line for line in _leftovers("cc1") if "security/keys" in line]
+
+
+def test_missing_kernel_source_is_one_clear_line(monkeypatch):
+    monkeypatch.setattr(linuxsrc, "LINUX_TARBALL", linuxsrc.Path("/nonexistent/linux-source-6.1.tar.xz"))
+    with pytest.raises(UserError, match=r"linux-source-6\.1\.tar\.xz is missing \(Debian: apt-get install "
+                                        r"linux-source-6\.1\)"):
+        gmake.Gmake().check_available()
