@@ -6,6 +6,7 @@ store from version i to i+1, and opening a store applies whatever it lacks.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -20,6 +21,10 @@ from sqlalchemy.engine import Connection, Engine
 from mosbench.errors import UserError
 
 DEFAULT_PATH = Path("results") / "mosbench.sqlite"
+
+
+class StoreError(UserError):
+    """The store stopped answering after it was opened (a database server that went away)."""
 
 metadata = sa.MetaData()
 
@@ -113,6 +118,13 @@ def now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+def _row(mapping) -> dict[str, Any]:
+    """A row as a dict, its times in UTC whatever the backend: SQLite hands back what it was given
+    without the zone (mosbench writes only UTC), PostgreSQL with it."""
+    return {k: v.replace(tzinfo=dt.UTC) if isinstance(v, dt.datetime) and v.tzinfo is None else v
+            for k, v in mapping.items()}
+
+
 class Store:
     def __init__(self, url: str | None = None):
         self.url = url_from(url)
@@ -130,6 +142,16 @@ class Store:
         except ModuleNotFoundError as e:
             raise UserError(f"store {self.url!r} needs the Python module {e.name!r}") from None
 
+    @contextlib.contextmanager
+    def _reaching(self):
+        try:
+            yield
+        except (sa.exc.OperationalError, sa.exc.InterfaceError) as e:  # lost, not refused: a constraint is a bug
+            said = str(e.orig).strip().splitlines()
+            shown = sa.engine.make_url(self.url).render_as_string(hide_password=True)
+            raise StoreError(f"the results store {shown} failed: {said[0] if said else type(e.orig).__name__}") \
+                from None
+
     def _migrate(self) -> None:
         with self.engine.begin() as conn:
             schema_version.create(conn, checkfirst=True)
@@ -146,7 +168,7 @@ class Store:
     # Runs
 
     def create_run(self, plan: dict, environment: dict, command: str, label: str | None = None) -> int:
-        with self.engine.begin() as conn:
+        with self._reaching(), self.engine.begin() as conn:
             result = conn.execute(runs.insert().values(
                 label=label, status="running", started_at=now(), hostname=environment.get("hostname"),
                 command=command, plan=plan, environment=environment,
@@ -154,12 +176,12 @@ class Store:
             return int(result.inserted_primary_key[0])
 
     def finish_run(self, run_id: int, status: str) -> None:
-        with self.engine.begin() as conn:
+        with self._reaching(), self.engine.begin() as conn:
             conn.execute(runs.update().where(runs.c.id == run_id).values(status=status, finished_at=now()))
 
     def note_environment(self, run_id: int, **facts: Any) -> None:
         """Adds facts learnt once the run has started (a resumed run keeps each, per resumption, as a list)."""
-        with self.engine.begin() as conn:
+        with self._reaching(), self.engine.begin() as conn:
             env = dict(conn.execute(sa.select(runs.c.environment).where(runs.c.id == run_id)).scalar_one())
             for key, value in facts.items():
                 if key in env and env[key] != value:
@@ -169,18 +191,18 @@ class Store:
 
     def mark_killed(self, run_id: int) -> bool:
         """A run whose harness died without finishing it: marked "killed" if still "running"."""
-        with self.engine.begin() as conn:
+        with self._reaching(), self.engine.begin() as conn:
             result = conn.execute(runs.update().where(runs.c.id == run_id, runs.c.status == "running")
                                   .values(status="killed", finished_at=now()))
             return result.rowcount > 0
 
     def reopen_run(self, run_id: int) -> None:
-        with self.engine.begin() as conn:
+        with self._reaching(), self.engine.begin() as conn:
             conn.execute(runs.update().where(runs.c.id == run_id).values(status="running", finished_at=None))
 
     def run(self, ref: str | int) -> dict[str, Any]:
         """A run by id, or "latest"."""
-        with self.engine.connect() as conn:
+        with self._reaching(), self.engine.connect() as conn:
             if str(ref) == "latest":
                 row = conn.execute(sa.select(runs).order_by(runs.c.id.desc()).limit(1)).mappings().first()
             else:
@@ -191,33 +213,33 @@ class Store:
                 row = conn.execute(sa.select(runs).where(runs.c.id == run_id)).mappings().first()
         if row is None:
             raise UserError(f"no run {ref} in {self.url}")
-        return dict(row)
+        return _row(row)
 
     def list_runs(self) -> list[dict[str, Any]]:
         count = sa.select(sa.func.count()).where(points.c.run_id == runs.c.id).scalar_subquery()
         failed = (sa.select(sa.func.count())
                   .where(points.c.run_id == runs.c.id, points.c.status == "failed").scalar_subquery())
-        with self.engine.connect() as conn:
+        with self._reaching(), self.engine.connect() as conn:
             rows = conn.execute(sa.select(runs, count.label("points"), failed.label("failed"))
                                 .order_by(runs.c.id)).mappings().all()
-        return [dict(r) for r in rows]
+        return [_row(r) for r in rows]
 
     # Points
 
     def add_point(self, run_id: int, **values: Any) -> None:
-        with self.engine.begin() as conn:
+        with self._reaching(), self.engine.begin() as conn:
             conn.execute(points.insert().values(run_id=run_id, **values))
 
     def points(self, run_id: int, with_logs: bool = False) -> list[dict[str, Any]]:
         cols = [c for c in points.c if with_logs or c.name != "logs"]
-        with self.engine.connect() as conn:
+        with self._reaching(), self.engine.connect() as conn:
             rows = conn.execute(sa.select(*cols).where(points.c.run_id == run_id)
                                 .order_by(points.c.workload, points.c.test, points.c.variant,
                                           points.c.cores, points.c.trial)).mappings().all()
-        return [dict(r) for r in rows]
+        return [_row(r) for r in rows]
 
     def done_keys(self, run_id: int) -> set[tuple[str, str, str, int, int]]:
-        with self.engine.connect() as conn:
+        with self._reaching(), self.engine.connect() as conn:
             rows = conn.execute(sa.select(points.c.workload, points.c.test, points.c.variant,
                                           points.c.cores, points.c.trial).where(points.c.run_id == run_id))
             return {tuple(r) for r in rows}

@@ -31,7 +31,7 @@ from mosbench.journal import SCRATCH_PREFIX, Journal
 from mosbench.plan import Plan, PointKey
 from mosbench.processes import Launcher
 from mosbench.report.rows import latency, si
-from mosbench.store import Store, now
+from mosbench.store import Store, StoreError, now
 from mosbench.topology import Topology
 from mosbench.workloads.base import Instance, PointContext, RunContext, Workload, cache_root
 
@@ -121,9 +121,14 @@ class Sweep:
                 isolator.close()  # every group it made, the setup group too
             shutil.rmtree(scratch, ignore_errors=True)
             journal.remove_dir(scratch)
-            self.store.finish_run(run_id, status)
-            journal.set_run(None, None)
-            if journal.is_clean():
+            try:
+                self.store.finish_run(run_id, status)
+                journal.set_run(None, None)
+            except StoreError:
+                # The store is gone: the journal keeps the run, so the next command marks it killed
+                # (resumable) once the store answers again. The error that stopped the run goes on up.
+                pass
+            if journal.is_clean() and journal.data.get("run") is None:
                 journal.close()
             for s, h in old_handlers.items():
                 signal.signal(s, h)

@@ -1,0 +1,73 @@
+"""A private PostgreSQL cluster: Debian's PostgreSQL 15 binaries, a data directory of its own, its own
+port on 127.0.0.1 and its own socket directory, run as the `postgres` user (initdb refuses root).
+
+Never the machine's service: nothing is read from /etc/postgresql, and the cluster lives only in the
+directory given to it.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import subprocess
+from pathlib import Path
+
+from mosbench.errors import UserError
+
+BIN = Path("/usr/lib/postgresql/15/bin")
+USER = "postgres"
+
+
+def check_available() -> None:
+    if not (BIN / "initdb").exists():
+        raise UserError("PostgreSQL 15 is not installed (Debian: apt-get install postgresql-15)")
+    try:
+        pwd.getpwnam(USER)
+    except KeyError:
+        raise UserError(f"user {USER} is missing (Debian's postgresql-15 makes it)") from None
+
+
+class Cluster:
+    def __init__(self, root: Path, port: int, host: str = "127.0.0.1"):
+        self.root = root
+        self.data = root / "data"
+        self.port = port
+        self.host = host
+        self.log = root / "server.log"
+
+    def _as_postgres(self, argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
+        pw = pwd.getpwnam(USER)
+        r = subprocess.run(argv, capture_output=True, text=True, user=pw.pw_uid, group=pw.pw_gid,
+                           extra_groups=[], cwd="/", env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"})
+        if check and r.returncode != 0:
+            said = (r.stderr.strip() or r.stdout.strip()).splitlines()
+            raise UserError(f"{Path(argv[0]).name} failed: {said[-1] if said else f'status {r.returncode}'}")
+        return r
+
+    def init(self) -> None:
+        """An empty cluster; its directory (and the way to it) must be reachable by the postgres user."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        pw = pwd.getpwnam(USER)
+        os.chown(self.root, pw.pw_uid, pw.pw_gid)
+        self._as_postgres([str(BIN / "initdb"), "-D", str(self.data), "-A", "trust", "-U", USER, "--no-sync",
+                           "-E", "UTF8", "--locale", "C"])
+
+    def start(self, settings: dict[str, str] | None = None) -> None:
+        """Starts the server and waits until it accepts connections."""
+        opts = {"listen_addresses": self.host, "port": str(self.port), "unix_socket_directories": str(self.root),
+                **(settings or {})}
+        line = " ".join(f"-c {k}={v}" for k, v in opts.items())
+        self._as_postgres([str(BIN / "pg_ctl"), "-D", str(self.data), "-o", line, "-l", str(self.log), "-w",
+                           "-t", "60", "start"])
+
+    def stop(self, mode: str = "fast") -> None:
+        if (self.data / "postmaster.pid").exists():
+            self._as_postgres([str(BIN / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop"], check=False)
+
+    def url(self, database: str = USER) -> str:
+        return f"postgresql+psycopg://{USER}@{self.host}:{self.port}/{database}"
+
+    def remove(self) -> None:
+        self.stop("immediate")
+        shutil.rmtree(self.root, ignore_errors=True)
