@@ -117,17 +117,23 @@ def _mosbench(*args: str, env: dict | None = None) -> subprocess.CompletedProces
                           env={**os.environ, **(env or {})}, timeout=600)
 
 
-@needs_native
-def test_resume_and_export_read_back_as_from_sqlite(database, tmp_path):
-    state = {"MOSBENCH_STATE": str(tmp_path / "state")}
+def _run_until(database: str, state: dict, trials: int, points: int) -> tuple[subprocess.Popen, store.Store]:
+    """A real run of one-second getppid1 points into the store, returned once `points` are committed."""
     proc = subprocess.Popen([sys.executable, "-m", "mosbench", "run", "micro/getppid1", "--cores", "1", "--trials",
-                             "4", "--warmup", "0.2", "--duration", "1", "--store", database],
+                             str(trials), "--warmup", "0.2", "--duration", "1", "--store", database],
                             cwd=ROOT, env={**os.environ, **state}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     db = store.Store(database)
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not (db.list_runs() and db.list_runs()[0]["points"] >= 1):
+    while time.monotonic() < deadline and not (db.list_runs() and db.list_runs()[0]["points"] >= points):
         time.sleep(0.2)
+    return proc, db
+
+
+@needs_native
+def test_resume_and_export_read_back_as_from_sqlite(database, tmp_path):
+    state = {"MOSBENCH_STATE": str(tmp_path / "state")}
+    proc, db = _run_until(database, state, trials=4, points=1)
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=60)
     assert db.run("latest")["status"] == "incomplete"
@@ -158,15 +164,8 @@ def test_resume_and_export_read_back_as_from_sqlite(database, tmp_path):
 @needs_native
 def test_a_server_that_goes_away_stops_the_run_with_one_line(cluster, database, tmp_path):
     state = {"MOSBENCH_STATE": str(tmp_path / "state")}
-    proc = subprocess.Popen([sys.executable, "-m", "mosbench", "run", "micro/getppid1", "--cores", "1", "--trials",
-                             "20", "--warmup", "0.2", "--duration", "1", "--store", database],
-                            cwd=ROOT, env={**os.environ, **state}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    db = store.Store(database)
+    proc, db = _run_until(database, state, trials=20, points=2)
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not (db.list_runs() and db.list_runs()[0]["points"] >= 2):
-            time.sleep(0.2)
         db.engine.dispose()
         cluster.stop("immediate")
         _, err = proc.communicate(timeout=120)
