@@ -49,29 +49,16 @@ struct httpload {
 	unsigned nconns;
 };
 
-struct http_thread {
-	int epfd;
-	struct conn **mine;
-	unsigned nmine;
-};
-
 static int start_request(struct load_thread *t, const struct httpload *h, struct conn *c);
-
-static void watch(struct http_thread *ht, struct conn *c, uint32_t events, int op)
-{
-	struct epoll_event ev = { .events = events, .data.ptr = c };
-	epoll_ctl(ht->epfd, op, c->fd, &ev);
-}
 
 static int reconnect(struct load_thread *t, struct conn *c)
 {
-	struct http_thread *ht = t->priv;
 	if (c->fd >= 0)
 		close(c->fd);	/* also leaves the epoll set */
 	c->started_ns = load_now_ns();
 	c->sent = c->have = 0;
 	c->state = CONNECTING;
-	c->fd = load_tcp_connect(t, ht->epfd, c->port, c);
+	c->fd = load_tcp_connect(t, c->port, c);
 	return c->fd < 0 ? -1 : 0;
 }
 
@@ -82,7 +69,7 @@ static int start_request(struct load_thread *t, const struct httpload *h, struct
 	c->started_ns = load_now_ns();
 	c->sent = c->have = 0;
 	c->state = SENDING;
-	watch(t->priv, c, EPOLLOUT, EPOLL_CTL_MOD);
+	load_watch(t, c->fd, c, EPOLLOUT);
 	return 0;
 }
 
@@ -157,7 +144,7 @@ static int on_event(struct load_thread *t, const struct httpload *h, struct conn
 			return 0;
 		load_count(t, LC_SENT, 1);
 		c->state = READING;
-		watch(t->priv, c, EPOLLIN, EPOLL_CTL_MOD);
+		load_watch(t, c->fd, c, EPOLLIN);
 		return 0;
 	}
 	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
@@ -208,9 +195,8 @@ static int http_event(struct load_thread *t, void *item, uint32_t events)
 static int http_scan(struct load_thread *t, uint64_t now)
 {
 	const struct httpload *h = t->run->priv;
-	struct http_thread *ht = t->priv;
-	for (unsigned i = 0; i < ht->nmine; i++) {
-		struct conn *c = ht->mine[i];
+	for (unsigned i = 0; i < t->nitems; i++) {
+		struct conn *c = t->items[i];
 		if (c->state != DRAINING && now - c->started_ns >= h->timeout_ns) {
 			load_count(t, LC_LOST, 1);
 			if (reconnect(t, c))
@@ -222,11 +208,10 @@ static int http_scan(struct load_thread *t, uint64_t now)
 
 static void *http_thread(struct load_thread *t)
 {
-	struct http_thread *ht = t->priv;
-	for (unsigned i = 0; i < ht->nmine; i++)
-		if (reconnect(t, ht->mine[i]))
+	for (unsigned i = 0; i < t->nitems; i++)
+		if (reconnect(t, t->items[i]))
 			return NULL;
-	load_epoll_loop(t, ht->epfd, http_event, http_scan);
+	load_epoll_loop(t, http_event, http_scan);
 	return NULL;
 }
 
@@ -277,10 +262,7 @@ int main(int argc, char **argv)
 		default: usage(); return 2;
 		}
 	}
-	struct http_thread *hts = calloc(r.nthreads ? r.nthreads : 1, sizeof(*hts));
-	for (unsigned i = 0; hts && i < r.nthreads; i++)
-		hts[i].epfd = -1;
-	int status = hts ? load_run_prepare(&r, hts, sizeof(*hts)) : 1;
+	int status = load_run_prepare(&r, NULL, 0);
 	if (status)
 		goto out;
 	status = 2;
@@ -298,34 +280,18 @@ int main(int argc, char **argv)
 	h.conns = calloc(h.nconns, sizeof(*h.conns));
 	if (!h.conns)
 		goto out;
-	for (unsigned i = 0; i < h.nconns; i++)
-		h.conns[i].fd = -1;
-	for (unsigned i = 0; i < r.nthreads; i++) {
-		hts[i].epfd = epoll_create1(EPOLL_CLOEXEC);
-		hts[i].mine = calloc(h.nconns / r.nthreads + 1, sizeof(*hts[i].mine));
-		if (hts[i].epfd < 0 || !hts[i].mine) {
-			fprintf(stderr, NAME ": epoll: %s\n", strerror(errno));
-			goto out;
-		}
-	}
 	/* Connection i goes to port i mod ports and thread i mod threads. */
 	for (unsigned i = 0; i < h.nconns; i++) {
-		struct conn *c = &h.conns[i];
-		c->port = r.ports[i % r.nports];
-		struct http_thread *ht = &hts[i % r.nthreads];
-		ht->mine[ht->nmine++] = c;
+		h.conns[i].fd = -1;
+		h.conns[i].port = r.ports[i % r.nports];
 	}
+	if (load_share_items(&r, h.conns, sizeof(*h.conns), h.nconns))
+		goto out;
 	status = load_run_main(&r);
 out:
 	for (unsigned i = 0; h.conns && i < h.nconns; i++)
 		if (h.conns[i].fd >= 0)
 			close(h.conns[i].fd);
-	for (unsigned i = 0; hts && r.threads && i < r.nthreads; i++) {
-		if (hts[i].epfd >= 0)
-			close(hts[i].epfd);
-		free(hts[i].mine);
-	}
-	free(hts);
 	free(h.conns);
 	load_run_free(&r);
 	return status;

@@ -33,7 +33,6 @@
 #define MISS_REPLY "END\r\n"
 #define RECV_BATCH 64
 #define REPLY_MAX 1500
-#define SCAN_NS 10000000ull /* how often a thread looks for timed-out batches */
 
 struct context {
 	int fd;
@@ -51,12 +50,6 @@ struct memload {
 	uint64_t timeout_ns;
 	struct context *contexts;
 	unsigned ncontexts;
-};
-
-struct memload_thread {
-	int epfd;
-	struct context **mine;
-	unsigned nmine;
 };
 
 static void put_be16(char *p, uint16_t v)
@@ -160,38 +153,34 @@ static int receive(struct load_thread *t, const struct memload *m, struct contex
 	}
 }
 
+static int memload_event(struct load_thread *t, void *item, uint32_t events)
+{
+	(void)events;
+	return receive(t, t->run->priv, item);
+}
+
+/* Batches whose replies did not all come back in time: the rest are lost, and a new batch goes. */
+static int memload_scan(struct load_thread *t, uint64_t now)
+{
+	const struct memload *m = t->run->priv;
+	for (unsigned i = 0; i < t->nitems; i++) {
+		struct context *c = t->items[i];
+		if (c->pending && now - c->sent_ns >= m->timeout_ns) {
+			load_count(t, LC_LOST, (uint64_t)__builtin_popcountll(c->pending));
+			if (send_batch(t, m, c))
+				return -1;
+		}
+	}
+	return 0;
+}
+
 static void *memload_thread(struct load_thread *t)
 {
 	const struct memload *m = t->run->priv;
-	struct memload_thread *mt = t->priv;
-	for (unsigned i = 0; i < mt->nmine; i++)
-		if (send_batch(t, m, mt->mine[i]))
+	for (unsigned i = 0; i < t->nitems; i++)
+		if (send_batch(t, m, t->items[i]))
 			return NULL;
-	struct epoll_event events[256];
-	uint64_t next_scan = load_now_ns() + SCAN_NS;
-	while (!load_stopping(t->run)) {
-		load_poll_phase(t);
-		int n = epoll_wait(mt->epfd, events, 256, 10);
-		if (n < 0 && errno != EINTR) {
-			load_fail(&t->run->stats, NAME ": epoll_wait: %s", strerror(errno));
-			return NULL;
-		}
-		for (int i = 0; i < n; i++)
-			if (receive(t, m, events[i].data.ptr))
-				return NULL;
-		uint64_t now = load_now_ns();
-		if (now < next_scan)
-			continue;
-		next_scan = now + SCAN_NS;
-		for (unsigned i = 0; i < mt->nmine; i++) {
-			struct context *c = mt->mine[i];
-			if (c->pending && now - c->sent_ns >= m->timeout_ns) {
-				load_count(t, LC_LOST, (uint64_t)__builtin_popcountll(c->pending));
-				if (send_batch(t, m, c))
-					return NULL;
-			}
-		}
-	}
+	load_epoll_loop(t, memload_event, memload_scan);
 	return NULL;
 }
 
@@ -256,10 +245,7 @@ int main(int argc, char **argv)
 		}
 	}
 	m.ncontexts = r.nports * m.per_port;
-	struct memload_thread *mts = calloc(r.nthreads ? r.nthreads : 1, sizeof(*mts));
-	for (unsigned i = 0; mts && i < r.nthreads; i++)
-		mts[i].epfd = -1;
-	int status = mts ? load_run_prepare(&r, mts, sizeof(*mts)) : 1;
+	int status = load_run_prepare(&r, NULL, 0);
 	/* A socket per context and an epoll set per thread, with room for the process's own. */
 	if (status || (status = load_reserve_fds(NAME, m.ncontexts + r.nthreads + 64) ? 1 : 0))
 		goto out;
@@ -269,15 +255,10 @@ int main(int argc, char **argv)
 		goto out;
 	for (unsigned i = 0; i < m.ncontexts; i++)
 		m.contexts[i].fd = -1;
-	for (unsigned i = 0; i < r.nthreads; i++) {
-		mts[i].epfd = epoll_create1(EPOLL_CLOEXEC);
-		mts[i].mine = calloc(m.ncontexts / r.nthreads + 1, sizeof(*mts[i].mine));
-		if (mts[i].epfd < 0 || !mts[i].mine) {
-			fprintf(stderr, NAME ": epoll: %s\n", strerror(errno));
-			goto out;
-		}
-	}
-	/* Context i goes to port i mod ports and thread i mod threads: every port evenly, every thread evenly. */
+	if (load_share_items(&r, m.contexts, sizeof(*m.contexts), m.ncontexts))
+		goto out;
+	/* Context i goes to port i mod ports and (load_share_items) thread i mod threads: every port evenly,
+	 * every thread evenly. */
 	for (unsigned i = 0; i < m.ncontexts; i++) {
 		struct context *c = &m.contexts[i];
 		int err = open_context(&r, c, i, r.ports[i % r.nports]);
@@ -285,10 +266,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, NAME ": socket to port %u: %s\n", r.ports[i % r.nports], strerror(err));
 			goto out;
 		}
-		struct memload_thread *mt = &mts[i % r.nthreads];
-		mt->mine[mt->nmine++] = c;
 		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
-		if (epoll_ctl(mt->epfd, EPOLL_CTL_ADD, c->fd, &ev)) {
+		if (epoll_ctl(r.threads[i % r.nthreads].epfd, EPOLL_CTL_ADD, c->fd, &ev)) {
 			fprintf(stderr, NAME ": epoll_ctl: %s\n", strerror(errno));
 			goto out;
 		}
@@ -298,12 +277,6 @@ out:
 	for (unsigned i = 0; m.contexts && i < m.ncontexts; i++)
 		if (m.contexts[i].fd >= 0)
 			close(m.contexts[i].fd);
-	for (unsigned i = 0; mts && r.threads && i < r.nthreads; i++) {
-		if (mts[i].epfd >= 0)
-			close(mts[i].epfd);
-		free(mts[i].mine);
-	}
-	free(mts);
 	free(m.contexts);
 	load_run_free(&r);
 	return status;

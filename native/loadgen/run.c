@@ -188,8 +188,8 @@ int load_run_prepare(struct load_run *r, void *priv, size_t priv_size)
 		return 1;
 	}
 	for (unsigned i = 0; i < r->nthreads; i++) {
-		r->threads[i] = (struct load_thread){ .id = i, .cpu = r->cpus[i], .run = r,
-						      .priv = (char *)priv + i * priv_size };
+		r->threads[i] = (struct load_thread){ .id = i, .cpu = r->cpus[i], .run = r, .epfd = -1,
+						      .priv = priv ? (char *)priv + i * priv_size : NULL };
 		hist_init(&r->threads[i].latency);
 	}
 	return 0;
@@ -221,7 +221,25 @@ static void sleep_until(uint64_t deadline_ns, const struct load_run *r)
 	}
 }
 
-int load_tcp_connect(struct load_thread *t, int epfd, uint16_t port, void *item)
+int load_share_items(struct load_run *r, void *items, size_t size, unsigned n)
+{
+	for (unsigned i = 0; i < r->nthreads; i++) {
+		struct load_thread *t = &r->threads[i];
+		t->epfd = epoll_create1(EPOLL_CLOEXEC);
+		t->items = calloc(n / r->nthreads + 1, sizeof(*t->items));
+		if (t->epfd < 0 || !t->items) {
+			fprintf(stderr, "%s: epoll: %s\n", r->name, strerror(errno));
+			return 1;
+		}
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct load_thread *t = &r->threads[i % r->nthreads];
+		t->items[t->nitems++] = (char *)items + i * size;
+	}
+	return 0;
+}
+
+int load_tcp_connect(struct load_thread *t, uint16_t port, void *item)
 {
 	const struct load_run *r = t->run;
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -239,11 +257,17 @@ int load_tcp_connect(struct load_thread *t, int epfd, uint16_t port, void *item)
 		return -1;
 	}
 	struct epoll_event ev = { .events = EPOLLOUT, .data.ptr = item };
-	epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+	epoll_ctl(t->epfd, EPOLL_CTL_ADD, fd, &ev);
 	return fd;
 }
 
-void load_epoll_loop(struct load_thread *t, int epfd, int (*on_event)(struct load_thread *t, void *item, uint32_t events),
+void load_watch(struct load_thread *t, int fd, void *item, uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = item };
+	epoll_ctl(t->epfd, EPOLL_CTL_MOD, fd, &ev);
+}
+
+void load_epoll_loop(struct load_thread *t, int (*on_event)(struct load_thread *t, void *item, uint32_t events),
 		     int (*scan)(struct load_thread *t, uint64_t now))
 {
 	const uint64_t scan_ns = 10000000ull;
@@ -251,7 +275,7 @@ void load_epoll_loop(struct load_thread *t, int epfd, int (*on_event)(struct loa
 	uint64_t next_scan = load_now_ns() + scan_ns;
 	while (!load_stopping(t->run)) {
 		load_poll_phase(t);
-		int n = epoll_wait(epfd, events, 256, 10);
+		int n = epoll_wait(t->epfd, events, 256, 10);
 		if (n < 0 && errno != EINTR) {
 			load_fail(&t->run->stats, "%s: epoll_wait: %s", t->run->name, strerror(errno));
 			return;
@@ -409,6 +433,11 @@ void load_run_free(struct load_run *r)
 {
 	if (r->stats.hdr && r->stats.hdr != MAP_FAILED)
 		munmap(r->stats.hdr, r->stats.size);
+	for (unsigned i = 0; r->threads && i < r->nthreads; i++) {
+		if (r->threads[i].epfd >= 0)
+			close(r->threads[i].epfd);
+		free(r->threads[i].items);
+	}
 	free(r->threads);
 	free(r->cpus);
 	free(r->ports);

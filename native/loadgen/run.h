@@ -25,7 +25,10 @@ struct load_thread {
 	bool in_window;
 	uint64_t window[LC_COUNT];	/* counts while the window was open */
 	struct hist latency;		/* ns, window only */
-	void *priv;			/* the generator's per-thread state */
+	int epfd;			/* its epoll set, from load_share_items (else -1) */
+	void **items;			/* its share of the generator's items (sockets, sessions) */
+	unsigned nitems;
+	void *priv;			/* the generator's own per-thread state, if it has any */
 };
 
 struct load_run {
@@ -54,12 +57,19 @@ bool load_stopping(const struct load_run *r);
 void load_poll_phase(struct load_thread *t);
 void load_count(struct load_thread *t, enum load_counter c, uint64_t n);
 void load_latency(struct load_thread *t, uint64_t ns);
-/* A non-blocking TCP_NODELAY socket connecting to the servers' host at port, added to epfd for
- * EPOLLOUT with item as its data; -1 after load_fail. */
-int load_tcp_connect(struct load_thread *t, int epfd, uint16_t port, void *item);
-/* A TCP generator's thread loop, until the run stops or a callback fails (returning non-zero, after
- * load_fail): each epoll event to on_event with its data.ptr, and every 10 ms scan(now) for time-outs. */
-void load_epoll_loop(struct load_thread *t, int epfd, int (*on_event)(struct load_thread *t, void *item, uint32_t events),
+/* Gives every thread an epoll set and its share of the generator's n items, each `size` bytes from
+ * `items`: item i goes to thread i mod threads, so every thread gets an even share. 0, or 1 after a
+ * message; load_run_free releases them. */
+int load_share_items(struct load_run *r, void *items, size_t size, unsigned n);
+/* A non-blocking TCP_NODELAY socket connecting to the servers' host at port, added to the thread's
+ * epoll set for EPOLLOUT with item as its data; -1 after load_fail. */
+int load_tcp_connect(struct load_thread *t, uint16_t port, void *item);
+/* Changes the events the thread's epoll set waits for on fd (added by load_tcp_connect). */
+void load_watch(struct load_thread *t, int fd, void *item, uint32_t events);
+/* A generator thread's loop, until the run stops or a callback fails (returning non-zero, after
+ * load_fail): each event of its epoll set to on_event with its data.ptr, and every 10 ms scan(now)
+ * for time-outs. */
+void load_epoll_loop(struct load_thread *t, int (*on_event)(struct load_thread *t, void *item, uint32_t events),
 		     int (*scan)(struct load_thread *t, uint64_t now));
 /* `"key": {count, min, p50, p90, p99, p999, max}` of a histogram, for a result file. */
 void load_write_latency(FILE *f, const char *key, const struct hist *h);
@@ -71,7 +81,7 @@ long load_parse_number(const char *name, const char *what, const char *arg, long
  * option, exit 2 with a message for a bad value. */
 int load_run_option(struct load_run *r, int opt, const char *arg);
 /* After the options: checks the common ones and makes r->threads (id, CPU, histogram) with priv[i]
- * of priv_size bytes each as their generator state; 0, or an exit status. */
+ * of priv_size bytes each as their generator state (priv may be NULL); 0, or an exit status. */
 int load_run_prepare(struct load_run *r, void *priv, size_t priv_size);
 /* Starts the threads, waits for the end, writes the result; the program's exit status. */
 int load_run_main(struct load_run *r);

@@ -70,9 +70,6 @@ struct smtpload {
 };
 
 struct smtp_thread {
-	int epfd;
-	struct session **mine;
-	unsigned nmine;
 	struct hist connection; /* connect to close, window only */
 };
 
@@ -109,22 +106,15 @@ static int note_uncertain(struct session *s)
 	return 0;
 }
 
-static void watch(struct smtp_thread *st, struct session *s, uint32_t events, int op)
-{
-	struct epoll_event ev = { .events = events, .data.ptr = s };
-	epoll_ctl(st->epfd, op, s->fd, &ev);
-}
-
 static int connect_session(struct load_thread *t, struct session *s)
 {
-	struct smtp_thread *st = t->priv;
 	if (s->fd >= 0)
 		close(s->fd); /* also leaves the epoll set */
 	s->conn_started_ns = s->step_started_ns = load_now_ns();
 	s->sent_on_conn = 0;
 	s->in_have = s->out_len = s->out_sent = 0;
 	s->step = CONNECTING;
-	s->fd = load_tcp_connect(t, st->epfd, s->port, s);
+	s->fd = load_tcp_connect(t, s->port, s);
 	return s->fd < 0 ? -1 : 0;
 }
 
@@ -135,7 +125,7 @@ static int flush(struct load_thread *t, struct session *s)
 		ssize_t n = send(s->fd, s->out + s->out_sent, s->out_len - s->out_sent, MSG_NOSIGNAL);
 		if (n < 0) {
 			if (errno == EAGAIN) {
-				watch(t->priv, s, EPOLLIN | EPOLLOUT, EPOLL_CTL_MOD);
+				load_watch(t, s->fd, s, EPOLLIN | EPOLLOUT);
 				return 0;
 			}
 			load_fail(&t->run->stats, NAME ": send %s to port %u: %s", step_names[s->step], s->port,
@@ -146,7 +136,7 @@ static int flush(struct load_thread *t, struct session *s)
 	}
 	if (s->step == QUIT)
 		shutdown(s->fd, SHUT_WR); /* then read the reply: see the top of the file */
-	watch(t->priv, s, EPOLLIN, EPOLL_CTL_MOD);
+	load_watch(t, s->fd, s, EPOLLIN);
 	return 0;
 }
 
@@ -271,7 +261,7 @@ static int on_event(struct load_thread *t, const struct smtpload *g, struct sess
 		}
 		s->step = GREETING;
 		s->step_started_ns = load_now_ns();
-		watch(t->priv, s, EPOLLIN, EPOLL_CTL_MOD);
+		load_watch(t, s->fd, s, EPOLLIN);
 		return 0;
 	}
 	if ((events & EPOLLOUT) && s->out_sent < s->out_len && flush(t, s))
@@ -330,20 +320,20 @@ static int smtp_event(struct load_thread *t, void *item, uint32_t events)
 static int smtp_scan(struct load_thread *t, uint64_t now)
 {
 	const struct smtpload *g = t->run->priv;
-	struct smtp_thread *st = t->priv;
-	for (unsigned i = 0; i < st->nmine; i++)
-		if (now - st->mine[i]->step_started_ns >= g->timeout_ns && timed_out(t, st->mine[i]))
+	for (unsigned i = 0; i < t->nitems; i++) {
+		struct session *s = t->items[i];
+		if (now - s->step_started_ns >= g->timeout_ns && timed_out(t, s))
 			return -1;
+	}
 	return 0;
 }
 
 static void *smtp_thread(struct load_thread *t)
 {
-	struct smtp_thread *st = t->priv;
-	for (unsigned i = 0; i < st->nmine; i++)
-		if (connect_session(t, st->mine[i]))
+	for (unsigned i = 0; i < t->nitems; i++)
+		if (connect_session(t, t->items[i]))
 			return NULL;
-	load_epoll_loop(t, st->epfd, smtp_event, smtp_scan);
+	load_epoll_loop(t, smtp_event, smtp_scan);
 	return NULL;
 }
 
@@ -438,8 +428,6 @@ int main(int argc, char **argv)
 		}
 	}
 	struct smtp_thread *sts = calloc(r.nthreads ? r.nthreads : 1, sizeof(*sts));
-	for (unsigned i = 0; sts && i < r.nthreads; i++)
-		sts[i].epfd = -1;
 	int status = sts ? load_run_prepare(&r, sts, sizeof(*sts)) : 1;
 	if (status)
 		goto out;
@@ -449,24 +437,16 @@ int main(int argc, char **argv)
 	g.sessions = calloc(g.nsessions, sizeof(*g.sessions));
 	if (!g.sessions)
 		goto out;
-	for (unsigned i = 0; i < r.nthreads; i++) {
+	for (unsigned i = 0; i < r.nthreads; i++)
 		hist_init(&sts[i].connection);
-		sts[i].epfd = epoll_create1(EPOLL_CLOEXEC);
-		sts[i].mine = calloc(g.nsessions / r.nthreads + 1, sizeof(*sts[i].mine));
-		if (sts[i].epfd < 0 || !sts[i].mine) {
-			fprintf(stderr, NAME ": epoll: %s\n", strerror(errno));
-			goto out;
-		}
-	}
 	/* Session i mails user i, through port i mod ports, from thread i mod threads. */
 	for (unsigned i = 0; i < g.nsessions; i++) {
-		struct session *s = &g.sessions[i];
-		s->fd = -1;
-		s->id = i;
-		s->port = r.ports[i % r.nports];
-		struct smtp_thread *st = &sts[i % r.nthreads];
-		st->mine[st->nmine++] = s;
+		g.sessions[i].fd = -1;
+		g.sessions[i].id = i;
+		g.sessions[i].port = r.ports[i % r.nports];
 	}
+	if (load_share_items(&r, g.sessions, sizeof(*g.sessions), g.nsessions))
+		goto out;
 	status = load_run_main(&r);
 	if (g.ledger_path && write_ledger(&g)) {
 		fprintf(stderr, NAME ": ledger %s: %s\n", g.ledger_path, strerror(errno));
@@ -478,11 +458,6 @@ out:
 			close(g.sessions[i].fd);
 		free(g.sessions[i].accepted);
 		free(g.sessions[i].uncertain);
-	}
-	for (unsigned i = 0; sts && r.threads && i < r.nthreads; i++) {
-		if (sts[i].epfd >= 0)
-			close(sts[i].epfd);
-		free(sts[i].mine);
 	}
 	free(sts);
 	free(g.sessions);

@@ -34,7 +34,9 @@ async def converse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, r
             writer.write(b"354 go ahead\r\n")
             await writer.drain()
             body = []
-            while (data := await reader.readline()) not in (b".\r\n", b""):
+            while (data := await reader.readline()) != b".\r\n":
+                if not data:
+                    return  # the client stopped mid-message: nothing was accepted
                 body.append(data)
             with open(record / rcpt, "ab") as f:
                 f.write(body[-1])  # the 20-byte line with the session and the sequence number
