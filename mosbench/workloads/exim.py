@@ -211,6 +211,10 @@ class EximInstance(ServerInstance):
 
     def check(self) -> None:
         super().check()
+        self._check_deliveries()
+
+    def _check_deliveries(self) -> None:
+        """PointFailed with Exim's line for the first delivery its log says failed or was deferred."""
         if self.log.failure:
             raise PointFailed(f"exim could not deliver: {self.log.failure}")
 
@@ -236,13 +240,12 @@ class EximInstance(ServerInstance):
         while queued := self._queued():
             for server in self.servers:  # the client has ended by now: only the server can fail
                 server.check()
-            if self.log.failure:
-                raise PointFailed(f"exim could not deliver: {self.log.failure}")
+            self.log.count()  # a deferral stays queued: its log line is the reason, not the time-out
+            self._check_deliveries()
             if time.monotonic() > deadline:
                 raise PointFailed(f"exim still had {queued} messages queued {DRAIN_S:.0f} s after the client "
                                   "ended")
             time.sleep(0.05)
-        self.log.count()
 
     def stop(self) -> dict[str, Any]:
         if self._stopped is not None:

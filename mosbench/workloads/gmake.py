@@ -90,6 +90,7 @@ class GmakeInstance(Instance):
         self.ctx = ctx
         self.tree = tree
         self.targets = targets
+        self.jobs = 2 * len(ctx.cpus)
         self.obj = ctx.scratch / "obj"
         shutil.copytree(configured, self.obj, symlinks=True)  # copy2 keeps mtimes: make rebuilds nothing of it
         self.before = count_objects(self.obj)
@@ -100,10 +101,10 @@ class GmakeInstance(Instance):
         self._metrics: dict[str, Any] | None = None
 
     def begin(self) -> None:
-        jobs = 2 * len(self.ctx.cpus)
         self.started = time.monotonic()
         self.proc = self.ctx.launcher.spawn(
-            "make", [str(MAKE), "-C", str(self.tree), f"O={self.obj}", f"-j{jobs}", *self.targets], self.ctx.group)
+            "make", [str(MAKE), "-C", str(self.tree), f"O={self.obj}", f"-j{self.jobs}", *self.targets],
+            self.ctx.group)
         self._sampler = threading.Thread(target=self._sample_cpus, daemon=True)
         self._sampler.start()
 
@@ -114,6 +115,8 @@ class GmakeInstance(Instance):
             u = accounting.usage(prev, now, self.ctx.cpus)
             if now_t > prev_t:
                 self.timeline.append((round(now_t - self.started, 3), (u.user + u.system) / (now_t - prev_t)))
+            if self.proc is not None and self.proc.poll() is not None:
+                return  # the job is over: idle steps after it would count as its tail
             prev, prev_t = now, now_t
 
     @property
@@ -136,7 +139,9 @@ class GmakeInstance(Instance):
             lines = []
         # A compiler's "error:" comes before make's "***" echoes of it; without one, make's first "***".
         errors = [line for line in lines if re.search(r"\berror:|\*\*\*", line)]
-        return (errors or lines or ["?"])[0 if errors else -1].strip()
+        if errors:
+            return errors[0].strip()
+        return lines[-1].strip() if lines else "?"
 
     def stop(self) -> dict[str, Any]:
         if self._metrics is not None:
@@ -156,7 +161,7 @@ class GmakeInstance(Instance):
         if built <= 0:
             raise PointFailed(f"make built no objects for {' '.join(self.targets)} (are they in defconfig?)")
         same_work(self.ctx.run.extra, built)
-        metrics: dict[str, Any] = {"objects": built, "jobs": 2 * len(self.ctx.cpus), "targets": " ".join(self.targets)}
+        metrics: dict[str, Any] = {"objects": built, "jobs": self.jobs, "targets": " ".join(self.targets)}
         metrics.update(serial_profile(self.timeline, len(self.ctx.cpus)))
         self._metrics = metrics
         return metrics
