@@ -63,6 +63,7 @@ class Journal:
             "dirs": [],
             "netns": [],
             "lines": [],
+            "shm": [],
         }
         self._save()
 
@@ -133,6 +134,16 @@ class Journal:
             remove_line(file, line, remove_empty=entry[2])
             self._remove("lines", entry)
 
+    def add_shm(self, shmid: int, creator: int) -> None:
+        """A System V shared memory segment a server of the run made (PostgreSQL's interlock): it
+        outlives a server that is killed, so it is removed with the run's other leftovers."""
+        self._add("shm", [shmid, creator])
+
+    def remove_shm(self, shmid: int, creator: int) -> None:
+        """The server has ended: its segment goes if it is still there."""
+        remove_sysv_shm(shmid, creator)
+        self._remove("shm", [shmid, creator])
+
     def is_clean(self) -> bool:
         """Nothing listed is left to undo."""
         return not any(v for v in self.data.values() if isinstance(v, list))
@@ -173,6 +184,9 @@ def undo(data: dict) -> list[str]:
         # Only lines naming a run's own scratch: whatever the journal says, nothing else is touched.
         if SCRATCH_PREFIX in line and remove_line(Path(file), line, remove_empty=made):
             done.append(f"removed {line} from {file}")
+    for shmid, creator in data.get("shm", []):
+        if remove_sysv_shm(shmid, creator):
+            done.append(f"removed shared memory segment {shmid}")
     for cpu in data.get("offlined", []):
         online = Path(f"/sys/devices/system/cpu/cpu{cpu}/online")
         with contextlib.suppress(OSError):
@@ -180,6 +194,26 @@ def undo(data: dict) -> list[str]:
                 online.write_text("1")
                 done.append(f"brought CPU {cpu} back online")
     return done
+
+
+def remove_sysv_shm(shmid: int, creator: int, wait: float = 5.0) -> bool:
+    """Removes segment shmid if the process creator made it, once nothing is attached (a killed
+    server's children leave within moments); True if it was removed."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            table = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+        except OSError:
+            return False
+        # key shmid perms size cpid lpid nattch ...
+        row = next((f for f in (line.split() for line in table) if int(f[1]) == shmid and int(f[4]) == creator), None)
+        if row is None:
+            return False
+        if int(row[6]) == 0:
+            return subprocess.run(["ipcrm", "-m", str(shmid)], capture_output=True, check=False).returncode == 0
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 def remove_line(file: Path, line: str, remove_empty: bool = False) -> bool:

@@ -28,7 +28,43 @@ def check_available() -> None:
         raise UserError(f"user {USER} is missing (Debian's postgresql-15 makes it)") from None
 
 
+# The settings that keep PostgreSQL off the disk path: a benchmark's data is thrown away, so nothing is
+# made durable (PLATFORM.md); dynamic shared memory lives in the data directory, not /dev/shm, so a
+# server that is killed leaves nothing outside it.
+BENCHMARK_SETTINGS = {
+    "fsync": "off", "synchronous_commit": "off", "full_page_writes": "off", "wal_level": "minimal",
+    "max_wal_senders": "0", "autovacuum": "off", "dynamic_shared_memory_type": "mmap",
+}
+ENV = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
+
+
+def initdb_argv(data: Path) -> list[str]:
+    return [str(BIN / "initdb"), "-D", str(data), "-A", "trust", "-U", USER, "--no-sync", "-E", "UTF8",
+            "--locale", "C"]
+
+
+def server_options(host: str, port: int, socket_dir: Path, settings: dict[str, str]) -> dict[str, str]:
+    return {"listen_addresses": host, "port": str(port), "unix_socket_directories": str(socket_dir), **settings}
+
+
+def version() -> str:
+    """The server's version, as `postgres --version` says it ("15.18 (Debian 15.18-0+deb12u1)")."""
+    out = subprocess.run([str(BIN / "postgres"), "--version"], capture_output=True, text=True, env=ENV)
+    return out.stdout.strip().removeprefix("postgres (PostgreSQL) ")
+
+
+def chown_tree(root: Path) -> None:
+    """Gives a tree to the postgres user (a data directory copied by root)."""
+    pw = pwd.getpwnam(USER)
+    os.chown(root, pw.pw_uid, pw.pw_gid)
+    for parent, dirs, files in os.walk(root):
+        for name in dirs + files:
+            os.chown(os.path.join(parent, name), pw.pw_uid, pw.pw_gid, follow_symlinks=False)
+
+
 class Cluster:
+    """A cluster driven with pg_ctl (the store's tests); workloads run `postgres` through their launcher."""
+
     def __init__(self, root: Path, port: int, host: str = "127.0.0.1"):
         self.root = root
         self.data = root / "data"
@@ -39,7 +75,7 @@ class Cluster:
     def _as_postgres(self, argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
         pw = pwd.getpwnam(USER)
         r = subprocess.run(argv, capture_output=True, text=True, user=pw.pw_uid, group=pw.pw_gid,
-                           extra_groups=[], cwd="/", env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"})
+                           extra_groups=[], cwd="/", env=ENV)
         if check and r.returncode != 0:
             said = (r.stderr.strip() or r.stdout.strip()).splitlines()
             raise UserError(f"{Path(argv[0]).name} failed: {said[-1] if said else f'status {r.returncode}'}")
@@ -50,13 +86,11 @@ class Cluster:
         self.root.mkdir(parents=True, exist_ok=True)
         pw = pwd.getpwnam(USER)
         os.chown(self.root, pw.pw_uid, pw.pw_gid)
-        self._as_postgres([str(BIN / "initdb"), "-D", str(self.data), "-A", "trust", "-U", USER, "--no-sync",
-                           "-E", "UTF8", "--locale", "C"])
+        self._as_postgres(initdb_argv(self.data))
 
     def start(self, settings: dict[str, str] | None = None) -> None:
         """Starts the server and waits until it accepts connections."""
-        opts = {"listen_addresses": self.host, "port": str(self.port), "unix_socket_directories": str(self.root),
-                **(settings or {})}
+        opts = server_options(self.host, self.port, self.root, settings or {})
         line = " ".join(f"-c {k}={v}" for k, v in opts.items())
         self._as_postgres([str(BIN / "pg_ctl"), "-D", str(self.data), "-o", line, "-l", str(self.log), "-w",
                            "-t", "60", "start"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import pwd
 import signal
 import subprocess
 from collections.abc import Callable, Iterator
@@ -25,20 +26,28 @@ class Launcher:
 
     def spawn(self, name: str, argv: list[str], group: Group, env: dict[str, str] | None = None,
               cwd: Path | None = None, cpus: tuple[int, ...] | None = None,
-              enter: Callable[[], None] | None = None) -> subprocess.Popen:
+              enter: Callable[[], None] | None = None, user: str | None = None) -> subprocess.Popen:
         """Starts argv inside group with stdout/stderr to <logdir>/<name>.{out,err}; with cpus, pinned
-        to those (within the group's); with enter, after that step in the child (a namespace to join)."""
+        to those (within the group's); with enter, after that step in the child (a namespace to join);
+        with user, as that user (and its group alone: a server that refuses root, PostgreSQL's)."""
         self.logdir.mkdir(parents=True, exist_ok=True)
+        account = pwd.getpwnam(user) if user else None
 
         def in_child() -> None:
-            # Dies with the harness even if the harness is SIGKILLed, and joins its group before exec,
-            # so every descendant is born confined and accounted.
-            _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+            # Joins its group before exec, so every descendant is born confined and accounted, and
+            # dies with the harness even if the harness is SIGKILLed.
             group.join()
             if cpus:
                 os.sched_setaffinity(0, cpus)
             if enter:
                 enter()
+            if account:
+                # After joining the group: only root may move a task into a cgroup.
+                os.setgroups([])
+                os.setgid(account.pw_gid)
+                os.setuid(account.pw_uid)
+            # Last: a change of user clears the parent-death signal.
+            _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
         with open(self.logdir / f"{name}.out", "wb") as out, open(self.logdir / f"{name}.err", "wb") as err:
             proc = subprocess.Popen(
@@ -49,10 +58,11 @@ class Launcher:
         self.procs.append(proc)
         return proc
 
-    def run(self, name: str, argv: list[str], group: Group, timeout: float | None = None) -> int:
+    def run(self, name: str, argv: list[str], group: Group, timeout: float | None = None,
+            env: dict[str, str] | None = None, user: str | None = None) -> int:
         """Runs argv to its end inside group (setup work: an unpack, a load); returns its exit status,
         negative for a signal (also when it overran timeout and was stopped). Its output is in the logs."""
-        proc = self.spawn(name, argv, group)
+        proc = self.spawn(name, argv, group, env=env, user=user)
         try:
             proc.wait(timeout)
         except subprocess.TimeoutExpired:

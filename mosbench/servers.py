@@ -19,13 +19,14 @@ from mosbench.ready import port_open, wait_ready
 class Server:
     def __init__(self, launcher: Launcher, name: str, argv: list[str], group: Group, port: int,
                  cpus: tuple[int, ...] | None = None,
-                 last_words: Callable[[], str] | None = None, host: str = "127.0.0.1"):
+                 last_words: Callable[[], str] | None = None, host: str = "127.0.0.1",
+                 env: dict[str, str] | None = None, user: str | None = None):
         self.launcher = launcher
         self.name = name
         self.port = port
         self.host = host
         self._last_words = last_words  # a server that logs to a file of its own says why there
-        self.proc: subprocess.Popen = launcher.spawn(name, argv, group, cpus=cpus)
+        self.proc: subprocess.Popen = launcher.spawn(name, argv, group, cpus=cpus, env=env, user=user)
 
     def wait_ready(self, timeout: float = 30.0) -> None:
         wait_ready(port_open(self.port, self.host), what=f"{self.name} accepting on {self.host}:{self.port}",

@@ -117,6 +117,9 @@ class Sweep:
             for w, ctx in reversed(set_up):
                 with contextlib.suppress(Exception):
                     w.teardown(ctx)
+                if ctx.facts:
+                    with contextlib.suppress(StoreError):
+                        self.store.note_environment(run_id, **{w.name: ctx.facts})
             if isolator is not None:
                 isolator.close()  # every group it made, the setup group too
             shutil.rmtree(scratch, ignore_errors=True)
@@ -165,14 +168,16 @@ class Sweep:
                 # Its own group even on the measured CPUs: the client's CPU time is never the server's.
                 load_group = isolator.group("load", a.loadgen_cpus)
                 groups.append(load_group)
+            window_end = 0.0 if w.kind == "job" else self.plan.warmup + self.plan.duration
             ctx = PointContext(run_ctx, key.test, key.variant, a.cpus, group, a.loadgen_cpus, load_group,
                                launcher, point_scratch,
-                               JOB_LIMIT + STOP_MARGIN if w.kind == "job" else
-                               self.plan.warmup + self.plan.duration + STOP_MARGIN)
+                               JOB_LIMIT + STOP_MARGIN if w.kind == "job" else window_end + STOP_MARGIN,
+                               window_end)
             instance = w.start(ctx)
             values.update(measure(instance, w.kind, Window(self.plan.warmup, self.plan.duration, self.plan.interval),
                                   group, a.cpus, load_group))
             values["metrics"] = {**values.get("metrics", {}), **instance.stop()}
+            _count_exactly(values, instance.window_work())
             verdict = limits.judge(values, len(a.loadgen_cpus)) if a.loadgen_cpus else None
             if verdict:
                 values["metrics"].update(client_bound=verdict.client_bound, client_evidence=verdict.evidence)
@@ -191,6 +196,17 @@ class Sweep:
                 isolator.release(g)
             shutil.rmtree(point_scratch, ignore_errors=True)
         return values
+
+
+def _count_exactly(values: dict[str, Any], exact: float | None) -> None:
+    """The client's exact window count replaces the sampled one; the sampled one stays beside it."""
+    if exact is None:
+        return
+    if exact <= 0:
+        raise PointFailed("no work was done during the measurement window")
+    values["metrics"]["sampled_work"] = values["work"]
+    values["work"] = exact
+    values["throughput"] = exact / values["window_s"]
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from mosbench import store, topology, workloads
-from mosbench.plan import Plan
+from mosbench.plan import Plan, resolve_selections
 from mosbench.sweep import Sweep
 from tests.conftest import needs_native, needs_root
 from tests.test_run_system import _leftovers, _our_cgroups
@@ -23,13 +23,15 @@ def needs_server(binary: Path):
 
 def run_points(tmp_path: Path, monkeypatch, workload: str, test: str = "", variants=(), cores=None,
                **params) -> list[dict]:
-    """Sweeps workload/test at cores (default [1]) with short windows; returns the stored points."""
+    """Sweeps workload/test (every test of it without one) at cores (default [1]) with short windows;
+    returns the stored points."""
     monkeypatch.setenv("MOSBENCH_STATE", str(tmp_path / "state"))
     topo = topology.read()
     w = workloads.get(workload)
     p = {**{q.name: q.default for q in w.params}, **params}
     w.check_params(p)
-    plan = Plan(selections=[(workload, test)], variants={workload: list(variants) or [v.name for v in w.variants]},
+    selections = resolve_selections([f"{workload}/{test}" if test else workload])
+    plan = Plan(selections=selections, variants={workload: list(variants) or [v.name for v in w.variants]},
                 cores=cores or [1], trials=1, warmup=0.3, duration=1.0, interval=0.5, params={workload: p})
     db = store.Store(str(tmp_path / "s.sqlite"))
     run_id = db.create_run(plan.to_json(), {"hostname": "h"}, "test")

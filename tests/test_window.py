@@ -84,3 +84,15 @@ def test_a_death_during_the_window_fails_the_point():
 def test_ends_only_sampling_still_measures():
     v = measure(Steady(500.0), "window", Window(warmup=0.1, duration=0.3, interval=0), Group(CPUS), CPUS)
     assert v["samples"] == [] and abs(v["throughput"] - 500.0) < 20
+
+
+def test_a_clients_exact_count_replaces_the_sampled_one_which_stays_beside_it():
+    from mosbench.sweep import _count_exactly
+
+    values = {"work": 1000.0, "throughput": 500.0, "window_s": 2.0, "metrics": {}}
+    _count_exactly(values, None)
+    assert values["work"] == 1000.0 and "sampled_work" not in values["metrics"]
+    _count_exactly(values, 1024.0)
+    assert values["work"] == 1024.0 and values["throughput"] == 512.0 and values["metrics"]["sampled_work"] == 1000.0
+    with pytest.raises(PointFailed, match="no work"):
+        _count_exactly(values, 0.0)

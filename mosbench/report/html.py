@@ -61,6 +61,8 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
                    "samples": Markup(samples_svg) if samples_svg else None}
         if "lock_model" in analysis.figures_for(group[0]):
             section.update(_lock_model(group, runs[0], files))
+        if "syscalls" in analysis.figures_for(group[0]) and (fig := plots.syscalls_figure(group)):
+            section["syscalls"] = Markup(plots.save(fig, files, f"{stem}_syscalls"))
         sections.append(section)
     cell_tables = dict(zip(analysis.group_by_test(series), rows.cell_tables(series), strict=True))
     for section in sections:

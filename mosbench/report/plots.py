@@ -200,6 +200,44 @@ def lock_model_figure(fits: dict, up_to: int) -> Figure:
     return fig
 
 
+LINESTYLES = ("-", "--", ":", "-.")
+
+
+def syscalls_figure(series: list[Series]) -> Figure | None:
+    """The server's system calls per unit of work by kind against cores (colour: kind; line: variant),
+    from each point's best trial; None where none were counted."""
+    kinds: list[str] = []
+    for s in series:
+        for c in s.ok_cells():
+            kinds += [k for k in c.best_metrics if k.endswith("_per_query") and k not in kinds]
+    if not kinds:
+        return None
+    kinds.sort(key=lambda k: (k == "syscalls_per_query", k))  # the total last, in black
+    fig, ax = plt.subplots(figsize=(7.2, 4.2), layout="constrained")
+    counts: set[int] = set()
+    for v, s in enumerate(series):
+        cells = [c for c in s.ok_cells() if any(k in c.best_metrics for k in kinds)]
+        for i, kind in enumerate(kinds):
+            xs = [c.cores for c in cells if kind in c.best_metrics]
+            if not xs:
+                continue
+            counts.update(xs)
+            total = kind == "syscalls_per_query"
+            ax.plot(xs, [c.best_metrics[kind] for c in cells if kind in c.best_metrics],
+                    color="black" if total else COLORS[i % len(COLORS)], linestyle=LINESTYLES[v % len(LINESTYLES)],
+                    marker="o", markersize=3, linewidth=1.8 if total else 1.2,
+                    label=f"{s.variant}: {'all' if total else kind.removesuffix('_per_query')}")
+    ax.set_xlabel("cores")
+    ax.set_ylabel(f"system calls per {series[0].unit}")
+    ax.set_ylim(bottom=0)
+    ax.set_xlim(left=0)
+    _core_ticks(ax, sorted(counts))
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", ncol=2, framealpha=0.85)
+    ax.set_title("The server's system calls by kind (syscall tracepoints over the window)", fontsize=10)
+    return fig
+
+
 def save(fig: Figure, directory: Path, stem: str) -> str:
     """Writes stem.png and stem.svg; returns the SVG text for embedding in the HTML report."""
     directory.mkdir(parents=True, exist_ok=True)

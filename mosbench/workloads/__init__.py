@@ -10,11 +10,12 @@ from mosbench.workloads.gmake import Gmake
 from mosbench.workloads.memcached import Memcached
 from mosbench.workloads.metis import Metis
 from mosbench.workloads.micro import Micro
+from mosbench.workloads.postgres import Postgres
 from mosbench.workloads.psearchy import Psearchy
 from mosbench.workloads.scale import Scale
 
 REGISTRY: dict[str, type[Workload]] = {
-    w.name: w for w in (Micro, Scale, Metis, Psearchy, Gmake, Memcached, Apache, Exim)
+    w.name: w for w in (Micro, Scale, Metis, Psearchy, Gmake, Memcached, Apache, Exim, Postgres)
 }
 
 

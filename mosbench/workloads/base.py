@@ -86,6 +86,9 @@ class RunContext:
     launcher: Launcher  # setup's processes (a database load, an unpack) run journaled like any other
     group: Group  # where setup's processes run: every CPU the run may use
     extra: dict[str, Any] = field(default_factory=dict)  # what setup found or made, for start
+    # What the run's results depend on beyond the machine (a server's version and settings): recorded
+    # in the run's environment under the workload's name once the sweep ends.
+    facts: dict[str, Any] = field(default_factory=dict)
 
     def scratch_in(self, parent: Path, name: str) -> Path:
         """A scratch directory of this run in another filesystem, journaled: a killed run's is removed."""
@@ -95,9 +98,10 @@ class RunContext:
         self.launcher.journal.add_dir(d)
         return d
 
-    def run(self, name: str, argv: list[str], timeout: float | None = None) -> tuple[int, str]:
+    def run(self, name: str, argv: list[str], timeout: float | None = None, env: dict[str, str] | None = None,
+            user: str | None = None) -> tuple[int, str]:
         """Runs a setup program to its end, journaled, in the setup group: (exit status, its last error)."""
-        status = self.launcher.run(name, argv, self.group, timeout)
+        status = self.launcher.run(name, argv, self.group, timeout, env=env, user=user)
         return status, self.launcher.last_error(name)
 
     def remove_scratch(self, d: Path) -> None:
@@ -119,6 +123,9 @@ class PointContext:
     launcher: Launcher
     scratch: Path  # tmpfs directory of this point
     timeout: float  # the instance must stop by itself after this many seconds
+    # Seconds from start()'s return to the window's end (warm-up and window; 0 for a job): a client
+    # that must be told how long to run (pgbench -T) runs past it.
+    window_end: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -148,6 +155,11 @@ class Instance(ABC):
 
     def window_closed(self) -> None:
         """The measurement window ended now."""
+
+    def window_work(self) -> float | None:
+        """After stop(): the work done in the window as the client counted it exactly, for a client that
+        can say so only once it has ended (pgbench's transaction log); None keeps the sampled count."""
+        return None
 
     @property
     def finished(self) -> bool:

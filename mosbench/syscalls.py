@@ -1,0 +1,129 @@
+"""System calls of a server's processes by kind, counted by the kernel's syscall tracepoints.
+
+`perf stat` attached to the server's processes, started with its events disabled and enabled over
+exactly the harness's window through perf's control FIFO (it acknowledges each switch), so counts
+divided by the window's work are system calls per unit of work. Where perf or the tracepoints are
+missing (no linux-perf, no tracefs, too little privilege) the counts are absent with the reason,
+never zero.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import select
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from mosbench.isolation import Group
+from mosbench.processes import Launcher
+
+# The calls a database or server spends its kernel time in; "all" counts every call (raw_syscalls).
+KINDS = ("lseek", "read", "pread64", "write", "pwrite64", "sendto", "recvfrom", "epoll_wait", "futex")
+ALL = "all"
+ACK_TIMEOUT = 10.0
+
+
+def event(kind: str) -> str:
+    return "raw_syscalls:sys_enter" if kind == ALL else f"syscalls:sys_enter_{kind}"
+
+
+@functools.cache
+def unavailable() -> str | None:
+    """Why system calls cannot be counted here, or None when they can."""
+    if not shutil.which("perf"):
+        return "perf is not installed (Debian: linux-perf)"
+    probe = subprocess.run(["perf", "stat", "-x,", "-e", event("lseek"), "true"], capture_output=True, text=True,
+                           timeout=30)
+    said = probe.stderr.strip().splitlines()
+    if probe.returncode != 0 or any("not supported" in line or "<not" in line for line in said):
+        return f"perf cannot count syscall tracepoints: {said[-1] if said else f'status {probe.returncode}'}"
+    return None
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is pid (a postmaster's backends and helpers), from /proc."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            stat = Path(entry.path, "stat").read_text()
+            # The command name may hold spaces and parentheses: the fields after the last ')' are fixed.
+            if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
+                found.append(int(entry.name))
+    return sorted(found)
+
+
+class SyscallCounter:
+    """perf stat on pids, counting only between enable() and disable()."""
+
+    def __init__(self, launcher: Launcher, group: Group, pids: list[int], workdir: Path, name: str = "perf-syscalls"):
+        self.launcher = launcher
+        self.proc_name = name
+        self.output = workdir / f"{name}.csv"
+        ctl, ack = workdir / f"{name}.ctl", workdir / f"{name}.ack"
+        for fifo in (ctl, ack):
+            os.mkfifo(fifo)
+        events = ",".join(event(k) for k in (*KINDS, ALL))
+        self.proc = launcher.spawn(name, [
+            "perf", "stat", "-x,", "-e", events, "-p", ",".join(map(str, pids)), "-D", "-1",
+            "--control", f"fifo:{ctl},{ack}", "-o", str(self.output),
+        ], group)
+        # Both ends non-blocking: a perf that dies before opening its FIFOs cannot hang the harness.
+        self._ack = os.open(ack, os.O_RDONLY | os.O_NONBLOCK)
+        self._ctl = self._open_ctl(ctl)
+
+    def _open_ctl(self, ctl: Path) -> int:
+        deadline = time.monotonic() + ACK_TIMEOUT
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            with contextlib.suppress(OSError):  # ENXIO until perf has opened its end
+                return os.open(ctl, os.O_WRONLY | os.O_NONBLOCK)
+            time.sleep(0.01)
+        raise OSError(f"perf stat did not open its control FIFO: {self.launcher.last_error(self.proc_name)}")
+
+    def _command(self, word: str) -> None:
+        os.write(self._ctl, f"{word}\n".encode())
+        deadline = time.monotonic() + ACK_TIMEOUT
+        while (left := deadline - time.monotonic()) > 0:
+            ready, _, _ = select.select([self._ack], [], [], left)
+            # Until perf opens its end for writing, the FIFO reads as empty: wait on.
+            if ready and b"ack" in os.read(self._ack, 64):
+                return
+            time.sleep(0.005)
+        raise OSError(f"perf stat did not acknowledge {word!r}")
+
+    def enable(self) -> None:
+        self._command("enable")
+
+    def disable(self) -> None:
+        self._command("disable")
+
+    def finish(self) -> dict[str, int]:
+        """Ends perf (SIGINT: it writes its counts) and returns them by kind; {} if it wrote none."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(10)
+        self.launcher.stop(self.proc)
+        for fd in (self._ctl, self._ack):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        return parse(self.output.read_text() if self.output.exists() else "")
+
+
+def parse(text: str) -> dict[str, int]:
+    """perf stat -x, output: "count,unit,event,..." lines; a counter perf could not read is left out."""
+    by_event = {event(k): k for k in (*KINDS, ALL)}
+    counts: dict[str, int] = {}
+    for line in text.splitlines():
+        fields = line.split(",")
+        if len(fields) < 3 or fields[2] not in by_event:
+            continue
+        with contextlib.suppress(ValueError):
+            counts[by_event[fields[2]]] = int(fields[0])
+    return counts

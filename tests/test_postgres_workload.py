@@ -1,0 +1,245 @@
+"""The postgres workload: pgbench's scripts and records read right, and real private servers at 1 core.
+
+The real runs use a small table (the checks are the same at any size): every query pgbench counted
+must be an index lookup the server counted, every UPDATE visible in the table, and nothing of a
+point may outlive it, also when the harness is killed mid-window.
+"""
+
+import ctypes
+import itertools
+import os
+import pwd
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mosbench import journal, pgcluster, store, syscalls
+from mosbench.errors import PointFailed, UserError
+from mosbench.workloads import postgres
+from tests.servers import needs_server, run_points
+from tests.test_run_system import ROOT, _our_cgroups
+
+servers = needs_server(pgcluster.BIN / "postgres")
+ROWS = 20_000
+
+
+@given(st.integers(1, 2000), st.floats(0, 100))
+def test_a_batch_has_its_queries_and_a_known_number_of_updates(batch, percent):
+    text, updates = postgres.batch_script("read-write", batch, percent)
+    lines = text.splitlines()
+    assert updates == round(batch * percent / 100)
+    assert sum(line.startswith("UPDATE") for line in lines) == updates
+    assert sum(line.startswith("SELECT") for line in lines) == batch - updates
+    assert sum(line == r"\set k random(1, :rows)" for line in lines) == batch
+    assert not any(line.startswith("--") for line in lines)
+
+
+def test_read_only_has_no_updates_and_updates_are_spread():
+    text, updates = postgres.batch_script("read-only", 256, 5.0)
+    assert updates == 0 and "UPDATE" not in text
+    text, updates = postgres.batch_script("read-write", 256, 5.0)
+    statements = [line for line in text.splitlines() if not line.startswith("\\")]
+    places = [i for i, line in enumerate(statements) if line.startswith("UPDATE")]
+    assert updates == 13 and len(places) == 13
+    assert max(b - a for a, b in itertools.pairwise(places)) <= 20  # spread, not bunched
+
+
+def test_the_large_cache_always_holds_the_table():
+    assert postgres.cache_mb("small-cache", 300.0) is None
+    assert postgres.cache_mb("large-cache", 300.0) == 2048
+    assert postgres.cache_mb("large-cache", 1500.0) == 3000
+
+
+def test_pgbench_summary_and_transaction_logs_are_read(tmp_path):
+    out = ("transaction type: x.sql\nnumber of transactions actually processed: 670\n"
+           "number of failed transactions: 2 (0.298%)\nlatency average = 8.951 ms\n")
+    assert postgres.summary_counts(out) == (670, 2)
+    with pytest.raises(PointFailed, match="no summary"):
+        postgres.summary_counts("pgbench: error: connection to server failed\n")
+    (tmp_path / "txn.123").write_text("0 1 12448 0 1795430923 260293\n0 2 10803 0 1795430923 271107\n")
+    (tmp_path / "txn.123.1").write_text("1 1 9994 0 1795430924 5\n")
+    ends, latencies = postgres.read_transaction_logs(tmp_path)
+    assert sorted(ends.tolist()) == pytest.approx([1795430923.260293, 1795430923.271107, 1795430924.000005])
+    assert sorted(latencies.tolist()) == [9994, 10803, 12448]
+
+
+def test_perf_counts_are_read_by_kind_and_unread_ones_left_out():
+    text = ("# started on Mon Nov 23 10:50:56 2026\n\n"
+            "261616,,raw_syscalls:sys_enter,1538741653,100.00,,\n"
+            "130329,,syscalls:sys_enter_lseek,1538734903,100.00,,Events disabled\n"
+            "<not counted>,,syscalls:sys_enter_futex,0,100.00,,\n"
+            "Events enabled\nEvents disabled\n")
+    counts = syscalls.parse(text)
+    assert counts == {"all": 261616, "lseek": 130329}
+    assert postgres.per_query(counts, 65000) == {"lseek_per_query": 2.005, "syscalls_per_query": 4.025}
+
+
+def test_a_killed_servers_segment_is_removed_and_no_one_elses(tmp_path):
+    libc = ctypes.CDLL(None, use_errno=True)
+    ipc_private, ipc_creat = 0, 0o1000
+    mine = libc.shmget(ipc_private, 56, ipc_creat | 0o600)
+    assert mine >= 0
+    try:
+        # Another creator's segment with the same id is never touched: the journal names both.
+        assert not journal.remove_sysv_shm(mine, os.getpid() + 1, wait=0)
+        j = journal.Journal(tmp_path)
+        j.add_shm(mine, os.getpid())
+        assert journal.undo(j.data) == [f"removed shared memory segment {mine}"]
+        assert f" {mine} " not in Path("/proc/sysvipc/shm").read_text()
+    finally:
+        subprocess.run(["ipcrm", "-m", str(mine)], capture_output=True, check=False)
+
+
+def test_missing_package_is_one_clear_line(monkeypatch):
+    monkeypatch.setattr(pgcluster, "BIN", Path("/nonexistent/postgresql/15/bin"))
+    with pytest.raises(UserError, match=r"PostgreSQL 15 is not installed \(Debian: apt-get install postgresql-15\)"):
+        postgres.Postgres().check_available()
+
+
+@pytest.mark.parametrize(("param", "value", "said"), [
+    ("protocol", "fast", "protocol must be one of simple, extended, prepared"),
+    ("rows", 0, "rows must be at least 1"),
+    ("update_percent", 101.0, "update_percent must be 0..100"),
+    ("clients_per_core", 0, "clients_per_core must be at least 1"),
+])
+def test_bad_parameters_are_refused(param, value, said):
+    w = postgres.Postgres()
+    with pytest.raises(UserError, match=said):
+        w.check_params({**{q.name: q.default for q in w.params}, param: value})
+
+
+def _postgres_processes() -> set[int]:
+    uid = pwd.getpwnam(pgcluster.USER).pw_uid
+    found = set()
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if d.stat().st_uid == uid and (d / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                    found.add(int(d.name))
+            except OSError:
+                continue
+    return found
+
+
+def _run(tmp_path, monkeypatch, **kw):
+    before = _postgres_processes()
+    kw.setdefault("rows", ROWS)
+    points = run_points(tmp_path, monkeypatch, "postgres", **kw)
+    assert not _postgres_processes() - before, "a server process outlived its point"
+    return points
+
+
+@servers
+def test_every_test_and_variant_does_checked_work(tmp_path, monkeypatch):
+    points = _run(tmp_path, monkeypatch, test="", variants=("small-cache", "large-cache"))
+    assert {(p["test"], p["variant"]) for p in points} == {
+        (t, v) for t in ("read-only", "read-write") for v in ("small-cache", "large-cache")}
+    for p in points:
+        assert p["status"] == "ok", p["reason"]
+        m = p["metrics"]
+        assert m["client_errors"] == 0 and m["transactions"] > 0 and m["clients"] == 1
+        assert p["work"] % 256 == 0 and p["work"] > 0  # whole transactions of the window, in queries
+        assert m["latency_p50_us"] <= m["latency_p99_us"] <= m["latency_max_us"]
+        assert p["loadgen_user_s"] is not None  # pgbench's CPU time, apart from the server's
+        if not syscalls.unavailable():
+            # Simple protocol: each query is planned, and planning asks the table's and index's size.
+            assert m["lseek_per_query"] >= 1.0 and m["sendto_per_query"] >= 0.9
+    env = store.Store(str(tmp_path / "s.sqlite")).run("latest")["environment"]["postgres"]
+    assert env["rows"] == ROWS and env["updates_per_batch"] == {"read-only": 0, "read-write": 13}
+    assert env["settings"]["large-cache"]["shared_buffers"] == "2GB"
+    assert env["settings"]["small-cache"]["fsync"] == "off"
+
+
+@servers
+def test_prepared_statements_skip_the_planners_lseek_and_the_database_is_cached(tmp_path, monkeypatch):
+    if syscalls.unavailable():
+        pytest.skip(syscalls.unavailable())
+    (simple,) = _run(tmp_path, monkeypatch, test="read-only", variants=("large-cache",))
+    meta = next((tmp_path / "cache" / "postgres").glob("kv-*/meta.json"))
+    loaded = meta.stat().st_mtime_ns
+    (prepared,) = _run(tmp_path, monkeypatch, test="read-only", variants=("large-cache",), protocol="prepared")
+    assert meta.stat().st_mtime_ns == loaded, "the cached database was loaded again"
+    assert simple["metrics"]["lseek_per_query"] >= 1.0
+    assert prepared["status"] == "ok" and prepared["metrics"].get("lseek_per_query", 0) < 0.05
+
+
+@servers
+def test_updates_that_do_not_show_in_the_table_fail_the_point(tmp_path, monkeypatch):
+    real = postgres.batch_script
+    monkeypatch.setattr(postgres, "batch_script", lambda *a: (real(*a)[0], real(*a)[1] + 1))
+    (p,) = _run(tmp_path, monkeypatch, test="read-write", variants=("large-cache",), syscalls=False)
+    assert p["status"] == "failed" and "UPDATEs are visible in the table, pgbench made" in p["reason"]
+
+
+@servers
+def test_a_port_taken_by_another_program_fails_the_point(tmp_path, monkeypatch):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        (p,) = _run(tmp_path, monkeypatch, test="read-only", variants=("small-cache",), port=port)
+    assert p["status"] == "failed"
+    assert f"postgres (port {port})" in p["reason"] and "could not bind" in p["reason"]
+
+
+@servers
+def test_a_client_that_cannot_connect_fails_the_point_with_its_words(tmp_path, monkeypatch):
+    real = postgres.pgbench_argv
+    monkeypatch.setattr(postgres, "pgbench_argv", lambda port, *a: real(port + 1 if port < 65535 else 1, *a))
+    (p,) = _run(tmp_path, monkeypatch, test="read-only", variants=("small-cache",))
+    assert p["status"] == "failed" and "0 of 1 clients connected" in p["reason"]
+    assert "connection to server" in p["reason"]
+
+
+@servers
+def test_a_killed_harness_leaves_no_server_and_no_segment(tmp_path):
+    before = _postgres_processes()
+    state = tmp_path / "state"
+    proc = subprocess.Popen([sys.executable, "-m", "mosbench", "run", "postgres/read-only", "--variant", "small-cache",
+                             "--cores", "1", "--trials", "3", "--warmup", "0.2", "--duration", "3",
+                             "-p", f"rows={ROWS}", "--store", str(tmp_path / "s.sqlite")],
+                            cwd=ROOT, env={**os.environ, "MOSBENCH_STATE": str(state),
+                                           "HOME": str(tmp_path)},  # its own database cache
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not any("pgbench" in _cmdline(pid) for pid in _all_pids()):
+            assert time.monotonic() < deadline and proc.poll() is None, "no postgres point started"
+            time.sleep(0.05)
+        time.sleep(1.0)  # mid-window: the postmaster, its backends and pgbench are all running
+        servers_then = _postgres_processes() - before
+        assert servers_then
+        segments = _segments_of(servers_then)
+        assert segments, "no System V segment to leave behind"
+    finally:
+        proc.kill()  # no finally runs in the harness: its guardian must undo the journal
+        proc.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and (list(state.glob("run-*.json")) or _postgres_processes() - before):
+        time.sleep(0.1)
+    assert not list(state.glob("run-*.json")), "the guardian did not finish"
+    assert not _postgres_processes() - before
+    assert not [pid for pid in _all_pids() if "pgbench" in _cmdline(pid)]
+    assert not set(_segments_of(servers_then)) & set(segments) and not _our_cgroups()
+
+
+def _all_pids() -> list[int]:
+    return [int(d.name) for d in Path("/proc").iterdir() if d.name.isdigit()]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _segments_of(creators: set[int]) -> list[int]:
+    rows = [line.split() for line in Path("/proc/sysvipc/shm").read_text().splitlines()[1:]]
+    return [int(r[1]) for r in rows if int(r[4]) in creators]
