@@ -452,7 +452,7 @@ class Postgres(Workload):
         Param("batch", 256, "queries per pgbench transaction (the paper's batches of 256)"),
         Param("update_percent", 5.0, "read-write: the share of a batch's queries that are UPDATEs", "%"),
         Param("protocol", "simple", "pgbench -M: simple or extended plan every query (the paper's lseek per "
-              "query), prepared plans once per connection"),
+              "query); prepared keeps a generic plan after a statement's first five executions"),
         Param("clients_per_core", 1, "pgbench connections per server core (the paper: one)"),
         Param("client_cpus", 1.0, "pgbench's CPUs per server core, from the spare ones"),
         Param("port", 0, "the server's port (0: a free one found per point)"),
