@@ -166,3 +166,11 @@ def test_machine_text_is_not_markup(tmp_path):
     console.print(table.render(model))
     out = console.export_text()
     assert "always [madvise] never" in out and "[red]not a style[/red]" in out
+
+
+@pytest.mark.parametrize(("unit", "plural"), [("query", "queries"), ("op", "ops"), ("message", "messages"),
+                                              ("day", "days"), ("bytes", "bytes"), ("req/conn", "req/conn")])
+def test_units_are_pluralised_as_words(unit, plural):
+    from mosbench.report.plots import _plural
+
+    assert _plural(unit) == plural

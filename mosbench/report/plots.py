@@ -29,7 +29,11 @@ COLORS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 
 
 def _plural(unit: str) -> str:
-    return unit if unit.endswith("s") or "/" in unit else unit + "s"
+    if unit.endswith("s") or "/" in unit:
+        return unit
+    if unit.endswith("y") and unit[-2:-1] not in ("a", "e", "o", "u"):
+        return unit[:-1] + "ies"  # query -> queries (but day -> days)
+    return unit + "s"
 
 
 def _core_ticks(ax, counts: list[int]) -> None:
