@@ -1,10 +1,11 @@
 """System calls of a server's processes by kind, counted by the kernel's syscall tracepoints.
 
 `perf stat` attached to the server's processes, started with its events disabled and enabled over
-exactly the harness's window through perf's control FIFO (it acknowledges each switch), so counts
-divided by the window's work are system calls per unit of work. Where perf or the tracepoints are
-missing (no linux-perf, no tracefs, too little privilege) the counts are absent with the reason,
-never zero.
+exactly the interval the workload chooses through perf's control FIFO (it acknowledges each switch),
+so counts divided by that interval's work are system calls per unit of work. Each tracepoint hit
+costs the calling process kernel time, so a workload counts outside its measured window. Where perf
+or the tracepoints are missing (no linux-perf, no tracefs, too little privilege) the counts are
+absent with the reason, never zero.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class SyscallCounter:
     def __init__(self, launcher: Launcher, group: Group, pids: list[int], workdir: Path, name: str = "perf-syscalls"):
         self.launcher = launcher
         self.proc_name = name
+        self._ended = False
         self.output = workdir / f"{name}.csv"
         ctl, ack = workdir / f"{name}.ctl", workdir / f"{name}.ack"
         for fifo in (ctl, ack):
@@ -103,10 +105,18 @@ class SyscallCounter:
     def disable(self) -> None:
         self._command("disable")
 
+    def end(self) -> None:
+        """Tells perf to write its counts and exit (SIGINT), without waiting. Even disabled, its
+        events keep the syscall tracepoints armed, which slows every call of the traced processes:
+        a measured window starts only once perf is told to go."""
+        if not self._ended and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        self._ended = True
+
     def finish(self) -> dict[str, int]:
         """Ends perf (SIGINT: it writes its counts) and returns them by kind; {} if it wrote none."""
+        self.end()
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(10)
         self.launcher.stop(self.proc)

@@ -238,7 +238,7 @@ def syscalls_figure(series: list[Series]) -> Figure | None:
     _core_ticks(ax, sorted(counts))
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", ncol=2, framealpha=0.85)
-    ax.set_title("The server's system calls by kind (syscall tracepoints over the window)", fontsize=10)
+    ax.set_title("The server's system calls by kind (syscall tracepoints over the warm-up)", fontsize=10)
     return fig
 
 
