@@ -323,6 +323,37 @@ def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, store_url) -> None:
         console.print(f"wrote {output}")
 
 
+@model.command("scaling")
+@click.argument("run_ref", required=False)
+@click.option("--cores", "up_to", type=click.IntRange(2, 1 << 16), default=256, show_default=True,
+              help="Read the models out to this many cores.")
+@click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path),
+              help="Also draw each test's fits into this directory (PNG and SVG).")
+@store_option
+def model_scaling(run_ref, up_to, output, store_url) -> None:
+    """Amdahl's law and the Universal Scalability Law fitted to every curve of RUN (default: latest),
+    with 95% bootstrap intervals, the predicted peak and per-core throughput past the measured cores."""
+    from mosbench import scaling
+    from mosbench.report import plots, rows
+
+    db = store.Store(store_url)
+    r = db.run(run_ref or "latest")
+    groups = analysis.group_by_test(analysis.build_series(db.points(r["id"])))
+    if not groups:
+        raise UserError(f"run {r['id']} has no measured points")
+    for name, group in groups.items():
+        fits = scaling.series_fits(group)
+        _table_console().print(table.render(rows.scaling_table(group, fits, up_to)))
+        for s in group:
+            for f in fits[s.variant].values():
+                if isinstance(f, scaling.Refusal):
+                    console.print(f"  {s.variant} {f.model}: refused: {f.reason}", markup=False)
+        if output and (fig := plots.scaling_figure(group, fits, up_to)):
+            stem = f"{plots.file_stem(name)}_scaling"
+            plots.save(fig, output, stem)
+            console.print(f"wrote {output / stem}.png and .svg", markup=False)
+
+
 @cli.command()
 def doctor() -> None:
     """What this machine supports: topology, cgroups, hotplug, perf events, huge pages, packages."""

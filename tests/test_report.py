@@ -47,6 +47,8 @@ def test_report_of_a_512_cpu_machine(tmp_path):
     for stem in ("summary", "scale_lock", "scale_lock_model", "micro_open3", "scale_lock_samples"):
         assert (files / f"{stem}.png").stat().st_size > 1000 and (files / f"{stem}.svg").exists()
     assert "Lock-collapse model" in text and "runner died" in text and "Failed points" in text
+    # Ten core counts: both scaling models fitted, drawn and tabled for each curve.
+    assert "Scaling models" in text and (files / "scale_lock_scaling.png").stat().st_size > 1000
     series = analysis.build_series(db.points(run))
     # The fitted ticket lock collapses well inside 512 cores; the scalable one does not.
     lock_series = [s for s in series if "lock_model" in analysis.figures_for(s)]

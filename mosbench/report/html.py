@@ -13,7 +13,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
-from mosbench import analysis, lockmodel, store
+from mosbench import analysis, lockmodel, scaling, store
 from mosbench.report import plots, rows
 
 ENV_KEYS = ("hostname", "kernel", "kernel_version", "kernel_cmdline", "arch", "cpu_model", "topology_summary",
@@ -51,6 +51,8 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
                         for p in pts if p["status"] != "ok")
 
     sections = []
+    # Models are read out to 256 cores, or to the largest machine among the runs.
+    up_to = max(256, *(len(r["environment"].get("topology", {}).get("cpus", [])) for r in runs))
     for name, group in analysis.group_by_test(series).items():
         stem = plots.file_stem(name)
         title = f"{name} ({group[0].unit})"
@@ -61,6 +63,10 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
                    "samples": Markup(samples_svg) if samples_svg else None}
         if "lock_model" in analysis.figures_for(group[0]):
             section.update(_lock_model(group, runs[0], files))
+        fits = scaling.series_fits(group)
+        section["scaling_table"] = rows.scaling_table(group, fits, up_to)
+        if fig := plots.scaling_figure(group, fits, up_to):
+            section["scaling"] = Markup(plots.save(fig, files, f"{stem}_scaling"))
         if "syscalls" in analysis.figures_for(group[0]) and (fig := plots.syscalls_figure(group)):
             section["syscalls"] = Markup(plots.save(fig, files, f"{stem}_syscalls"))
         sections.append(section)

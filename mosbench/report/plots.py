@@ -19,6 +19,7 @@ import matplotlib
 matplotlib.use("Agg")  # no display on benchmark machines; must precede pyplot
 
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter, MaxNLocator
 
@@ -205,6 +206,51 @@ def lock_model_figure(fits: dict, up_to: int) -> Figure:
 
 
 LINESTYLES = ("-", "--", ":", "-.")
+
+
+def scaling_figure(group: list[Series], fits: dict, up_to: int) -> Figure | None:
+    """Measured per-core throughput with each fitted model, solid over the measured cores and dashed
+    past them to up_to, its 95% band shaded; None where every model was refused."""
+    from mosbench.scaling import ModelFit, prediction_band
+
+    if not any(isinstance(f, ModelFit) for by_model in fits.values() for f in by_model.values()):
+        return None
+    factor, per = rate_scale(group[0])
+    fig, ax = plt.subplots(figsize=(7.2, 4.2), layout="constrained")
+    xs = np.unique(np.geomspace(1, up_to, 200).round().astype(int))
+    for i, s in enumerate(group):
+        color = COLORS[i % len(COLORS)]
+        cells = s.ok_cells()
+        if not cells:
+            continue
+        ax.plot([c.cores for c in cells], [c.best * factor for c in cells], "o", color=color, markersize=5,
+                label=f"{s.variant}: measured (best)")
+        top = max(c.cores for c in cells)
+        for model, f in fits[s.variant].items():
+            if not isinstance(f, ModelFit):
+                continue
+            style = "-" if model == "usl" else (0, (1, 1))
+            inside, past = xs[xs <= top], xs[xs >= top]
+            ax.plot(inside, f.throughput(inside) / inside * factor, color=color, linestyle=style, linewidth=1.3,
+                    label=f"{s.variant}: {'USL' if model == 'usl' else 'Amdahl'}")
+            ax.plot(past, f.throughput(past) / past * factor, color=color, linewidth=1.3,
+                    linestyle="--" if model == "usl" else (0, (1, 3)))
+            band = prediction_band(f, xs) if model == "usl" else None
+            if band is not None:
+                ax.fill_between(xs, band[0] / xs * factor, band[1] / xs * factor, color=color, alpha=0.12,
+                                linewidth=0)
+            if f.peak_cores and f.peak_cores <= up_to:
+                ax.axvline(f.peak_cores, color=color, linewidth=0.8, linestyle=":")
+    ax.set_xscale("log", base=2)
+    ax.set_xlim(1, up_to)
+    ax.set_xlabel("cores (log scale; dashed past the measured cores)")
+    ax.set_ylabel(f"{_plural(group[0].unit)}/{per}/core")
+    ax.yaxis.set_major_formatter(EngFormatter(sep=""))
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="lower left", framealpha=0.85)
+    ax.set_title(f"{group[0].name}: Amdahl and USL fits, 95% band shaded", fontsize=10)
+    return fig
 
 
 def syscalls_figure(series: list[Series]) -> Figure | None:

@@ -182,6 +182,47 @@ def summary_table(series: list[Series]) -> TableModel:
     return t
 
 
+def extrapolation_counts(measured_max: int, up_to: int) -> list[int]:
+    """Where a model is read past the machine: 48, 96 and up_to (256 or the machine), beyond what was measured."""
+    return [n for n in sorted({48, 96, up_to}) if measured_max < n <= up_to]
+
+
+def scaling_table(group: list[Series], fits: dict, up_to: int) -> TableModel:
+    """Each curve's Amdahl and USL fits: parameters with their 95% bootstrap intervals, the predicted
+    peak, per-core throughput carried past the measured cores, or why a model was refused."""
+    from mosbench.scaling import ModelFit
+
+    first = group[0]
+    factor, per = rate_scale(first)
+    measured_max = max((c.cores for s in group for c in s.ok_cells()), default=1)
+    counts = extrapolation_counts(measured_max, up_to)
+    t = TableModel(f"{first.name}: scaling models ({first.unit}/{per}/core; [95% bootstrap interval])",
+                   [Column("variant", left=True), Column("model", left=True), Column(f"λ /{per}"),
+                    Column("σ contention"), Column("κ coherency"), Column("peak at"),
+                    *(Column(f"{n} cores") for n in counts), Column("fit err"),
+                    Column("note", left=True, wraps=True, wide=True)])
+
+    def interval(f, name: str, value: float, fmt: str) -> str:
+        lo_hi = f.ci.get(name)
+        return f"{value:{fmt}}" + (f" [{lo_hi[0]:{fmt}}–{lo_hi[1]:{fmt}}]" if lo_hi else "")
+
+    for s in group:
+        for model, f in fits[s.variant].items():
+            name = "USL" if model == "usl" else "Amdahl"
+            if not isinstance(f, ModelFit):
+                t.add([s.variant, name, "–", "–", "–", "–", *("–" for _ in counts), "–", f"refused: {f.reason}"])
+                continue
+            peak = f.peak_cores
+            t.add([s.variant, name, si(f.lam * factor), interval(f, "sigma", f.sigma, ".3g"),
+                   interval(f, "kappa", f.kappa, ".2g") if model == "usl" else "–",
+                   interval(f, "peak", peak, ".0f") if peak else "none",
+                   *(si(float(f.throughput(n)) / n * factor) for n in counts), f"{f.rms_log_error:.1%}",
+                   f"cores {', '.join(map(str, f.measured))}; intervals from {f.rounds} resamples of the "
+                   f"{'trials' if f.ci_method == 'trials' else 'residuals'}"])
+        t.breaks.add(len(t.rows) - 1)
+    return t
+
+
 def lock_model_table(fits: dict, up_to: int) -> TableModel:
     """Each lock's fitted model: its parameters, fit error, and predicted per-core throughput."""
     measured = max((max(f.cores) for f in fits.values() if f.cores), default=1)
