@@ -1,5 +1,8 @@
 """Running a server workload for real from a test: one sweep, then a check that nothing was left."""
 
+import contextlib
+import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -42,3 +45,12 @@ def run_points(tmp_path: Path, monkeypatch, workload: str, test: str = "", varia
             if "mosbench.guardian" not in p]
     assert not left and not _our_cgroups()
     return db.points(run_id)
+
+
+@contextlib.contextmanager
+def taken_port() -> Iterator[int]:
+    """A loopback port another program holds (listening) for as long as the block runs."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        yield taken.getsockname()[1]

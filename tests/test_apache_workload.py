@@ -1,13 +1,12 @@
 """Apache end to end with real apache2 servers on loopback, its config, and each way a point fails."""
 
-import socket
 from pathlib import Path
 
 import pytest
 
 from mosbench.errors import UserError
 from mosbench.workloads import apache
-from tests.servers import needs_server, run_points
+from tests.servers import needs_server, run_points, taken_port
 
 
 def test_config_is_self_contained(tmp_path):
@@ -41,10 +40,7 @@ def test_both_variants_serve_checked_responses(tmp_path, monkeypatch, test):
 
 @servers
 def test_a_port_taken_by_another_program_fails_the_point(tmp_path, monkeypatch):
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
+    with taken_port() as port:
         (p,) = run_points(tmp_path, monkeypatch, "apache", "close", variants=("single",), port=port)
     assert p["status"] == "failed"
     assert f"apache2-{port}" in p["reason"] and "Address already in use" in p["reason"]

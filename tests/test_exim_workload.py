@@ -2,7 +2,6 @@
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -13,7 +12,7 @@ import pytest
 from mosbench import journal
 from mosbench.errors import UserError
 from mosbench.workloads import exim
-from tests.servers import needs_server, run_points
+from tests.servers import needs_server, run_points, taken_port
 from tests.test_run_system import ROOT, _leftovers, _our_cgroups
 
 
@@ -119,10 +118,7 @@ def test_both_variants_deliver_every_accepted_message_once(tmp_path, monkeypatch
 
 @servers
 def test_a_port_taken_by_another_program_fails_the_point(tmp_path, monkeypatch):
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
+    with taken_port() as port:
         (p,) = run_points(tmp_path, monkeypatch, "exim", variants=("tuned",), port=port, clients=4)
     assert p["status"] == "failed"
     assert "exim (port" in p["reason"] and "Address already in use" in p["reason"]

@@ -9,7 +9,6 @@ import ctypes
 import itertools
 import os
 import pwd
-import socket
 import subprocess
 import sys
 import time
@@ -23,7 +22,7 @@ from hypothesis import strategies as st
 from mosbench import journal, pgcluster, store, syscalls
 from mosbench.errors import PointFailed, UserError
 from mosbench.workloads import postgres
-from tests.servers import needs_server, run_points
+from tests.servers import needs_server, run_points, taken_port
 from tests.test_run_system import ROOT, _our_cgroups
 
 servers = needs_server(pgcluster.BIN / "postgres")
@@ -193,10 +192,7 @@ def test_updates_that_do_not_show_in_the_table_fail_the_point(tmp_path, monkeypa
 
 @servers
 def test_a_port_taken_by_another_program_fails_the_point(tmp_path, monkeypatch):
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
+    with taken_port() as port:
         (p,) = _run(tmp_path, monkeypatch, test="read-only", variants=("small-cache",), port=port)
     assert p["status"] == "failed"
     assert f"postgres (port {port})" in p["reason"] and "could not bind" in p["reason"]

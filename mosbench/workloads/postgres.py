@@ -49,6 +49,7 @@ from mosbench.workloads.base import (
     Workload,
     open_path_to,
 )
+from mosbench.workloads.server import CLIENT_CPUS, PORT, check_client_params
 
 SQL = Path(__file__).with_name("sql")
 SCHEMA = 1  # bump with sql/load.sql: a cached database of another schema is rebuilt
@@ -478,8 +479,8 @@ class Postgres(Workload):
         Param("protocol", "simple", "pgbench -M: simple or extended plan every query (the paper's lseek per "
               "query); prepared keeps a generic plan after a statement's first five executions"),
         Param("clients_per_core", 1, "pgbench connections per server core (the paper: one)"),
-        Param("client_cpus", 1.0, "pgbench's CPUs per server core, from the spare ones"),
-        Param("port", 0, "the server's port (0: a free one found per point)"),
+        CLIENT_CPUS,
+        PORT,
         Param("syscalls", True, "count the server's system calls per query by kind (perf on syscall tracepoints)"),
     )
     paper = "section 5.5 and Figures 7 and 8: lseek on one inode's mutex, the buffer free list's lock"
@@ -508,10 +509,7 @@ class Postgres(Workload):
             raise UserError(f"postgres protocol must be one of {', '.join(PROTOCOLS)}, not {params['protocol']!r}")
         if params["clients_per_core"] < 1:
             raise UserError("postgres clients_per_core must be at least 1")
-        if not 0 < params["client_cpus"] <= 64:
-            raise UserError("postgres client_cpus must be above 0")
-        if not 0 <= params["port"] <= 65535:
-            raise UserError("postgres port must be 0 (choose) or a port number")
+        check_client_params(self.name, params)
 
     def setup(self, ctx: RunContext) -> None:
         p = ctx.params

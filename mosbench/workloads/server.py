@@ -17,13 +17,23 @@ from mosbench.servers import Server
 from mosbench.workloads.base import Instance, Param, PointContext, RunContext, Sample, Workload
 
 NETS = ("loopback", "veth")
+CLIENT_CPUS = Param("client_cpus", 1.0, "load-generator CPUs per server core, from the spare ones")
+PORT = Param("port", 0, "first port of the servers (0: free ones found per point)")
+
+
+def check_client_params(workload: str, params: dict[str, Any]) -> None:
+    """The client's CPUs and the servers' first port, as every server workload takes them."""
+    if not 0 < params["client_cpus"] <= 64:
+        raise UserError(f"{workload} client_cpus must be above 0")
+    if not 0 <= params["port"] <= 65535:
+        raise UserError(f"{workload} port must be 0 (choose) or a port number")
 
 
 class ServerWorkload(Workload):
     unit = "request"
     client_params = (
-        Param("client_cpus", 1.0, "load-generator CPUs per server core, from the spare ones"),
-        Param("port", 0, "first port of the servers (0: free ones found per point)"),
+        CLIENT_CPUS,
+        PORT,
         Param("net", "loopback", "the client's path: loopback, or veth (its own network namespace, a veth pair, "
               "RPS over the server's CPUs)"),
     )
@@ -32,10 +42,7 @@ class ServerWorkload(Workload):
         return max(1, round(cores * params["client_cpus"]))
 
     def check_params(self, params: dict[str, Any]) -> None:
-        if not 0 < params["client_cpus"] <= 64:
-            raise UserError(f"{self.name} client_cpus must be above 0")
-        if not 0 <= params["port"] <= 65535:
-            raise UserError(f"{self.name} port must be 0 (choose) or a port number")
+        check_client_params(self.name, params)
         if params["net"] not in NETS:
             raise UserError(f"{self.name} net must be one of {', '.join(NETS)}, not {params['net']!r}")
         if params["net"] == "veth":
