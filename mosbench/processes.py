@@ -91,22 +91,23 @@ class Launcher:
         for proc in reversed(list(self.procs)):
             self.stop(proc)
 
+    def stderr_lines(self, name: str) -> list[str]:
+        """What a program wrote to stderr, line by line (none if it wrote nothing or never ran)."""
+        try:
+            return (self.logdir / f"{name}.err").read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return []
+
     def last_error(self, name: str) -> str:
         """The last line a program wrote to stderr, its own word on why it failed."""
-        try:
-            lines = (self.logdir / f"{name}.err").read_text(errors="replace").strip().splitlines()
-        except OSError:
-            return ""
+        lines = self.stderr_lines(name)
         return lines[-1] if lines else ""
 
     def first_error(self, name: str) -> str:
         """The first message a program wrote to stderr: the cause, for programs that then list its
         echoes. A line ending in a colon goes on in the next ("Syntax error on line 34 of X:" / "Invalid
         command 'Foo'")."""
-        try:
-            lines = (self.logdir / f"{name}.err").read_text(errors="replace").strip().splitlines()
-        except OSError:
-            return ""
+        lines = self.stderr_lines(name)
         if not lines:
             return ""
         if lines[0].rstrip().endswith(":") and len(lines) > 1:

@@ -143,12 +143,6 @@ def fit(model: str, trials: dict[int, list[float]], rounds: int = BOOTSTRAP_ROUN
                     tuple(tuple(map(float, d)) for d in draws) if ci else ())
 
 
-def fits_for(per_core_by_cores: dict[int, list[float]]) -> dict[str, ModelFit | Refusal]:
-    """Both models for one curve, from per-core throughputs by core count (the store's figures)."""
-    totals = {c: [v * c for v in vs] for c, vs in per_core_by_cores.items()}
-    return {m: fit(m, totals) for m in MODELS}
-
-
 def curve_trials(cells) -> dict[int, list[float]]:
     """Total throughputs of every ok trial by core count, from a series' cells."""
     return {c.cores: [v * c.cores for v in c.per_core] for c in cells if c.per_core}

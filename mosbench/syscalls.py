@@ -78,7 +78,12 @@ class SyscallCounter:
         ], group)
         # Both ends non-blocking: a perf that dies before opening its FIFOs cannot hang the harness.
         self._ack = os.open(ack, os.O_RDONLY | os.O_NONBLOCK)
-        self._ctl = self._open_ctl(ctl)
+        try:
+            self._ctl = self._open_ctl(ctl)
+        except OSError:
+            os.close(self._ack)
+            launcher.stop(self.proc)
+            raise
 
     def _open_ctl(self, ctl: Path) -> int:
         deadline = time.monotonic() + ACK_TIMEOUT

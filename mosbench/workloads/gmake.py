@@ -133,10 +133,7 @@ class GmakeInstance(Instance):
 
     def _error(self) -> str:
         """The build's first error line (warnings may come before it on stderr), else make's last word."""
-        try:
-            lines = (self.ctx.launcher.logdir / "make.err").read_text(errors="replace").splitlines()
-        except OSError:
-            lines = []
+        lines = self.ctx.launcher.stderr_lines("make")
         # A compiler's "error:" comes before make's "***" echoes of it; without one, make's first "***".
         errors = [line for line in lines if re.search(r"\berror:|\*\*\*", line)]
         if errors:

@@ -15,7 +15,8 @@ The work is checked three ways: pgbench must report no failed transaction, its t
 hold every transaction its summary counted, and the server must have run exactly the index lookups
 pgbench counted (its own statistics); in read-write, the table's update counters must sum to the
 UPDATEs made. With `syscalls` the server's system calls per query are counted by kind over the
-window (perf on the syscall tracepoints): the paper's collapse was an lseek per query on one
+warm-up, never the window, whose throughput counting would cost (perf on the syscall tracepoints):
+the paper's collapse was an lseek per query on one
 inode's mutex, and a user sees here how many lseeks a query costs on their PostgreSQL and kernel.
 """
 
@@ -49,7 +50,7 @@ from mosbench.workloads.base import (
     Workload,
     open_path_to,
 )
-from mosbench.workloads.server import CLIENT_CPUS, PORT, check_client_params
+from mosbench.workloads.server import CLIENT_CPUS, PORT, check_client_params, client_cores
 
 SQL = Path(__file__).with_name("sql")
 SCHEMA = 1  # bump with sql/load.sql: a cached database of another schema is rebuilt
@@ -145,7 +146,7 @@ class PostgresInstance(Instance):
         self.opened: float | None = None
         self.closed: float | None = None
         self.counted_from: float | None = None  # system calls are counted from here to the window
-        self._progress: list[tuple[float, float]] = []  # (time, cumulative transactions)
+        self._progress: tuple[float, float] | None = None  # the last progress line: (time, transactions so far)
         self._progress_rate = 0.0
         self._progress_read = 0
         self._failed = 0
@@ -205,10 +206,7 @@ class PostgresInstance(Instance):
     def _server_said(self) -> str:
         """The server's last FATAL or PANIC lines (a taken port's "could not bind" among them): its final
         line is only "database system is shut down"."""
-        try:
-            lines = (self.ctx.launcher.logdir / "postgres.err").read_text(errors="replace").splitlines()
-        except OSError:
-            return ""
+        lines = self.ctx.launcher.stderr_lines("postgres")
         said = [line.strip() for line in lines if any(w in line for w in ("FATAL:", "PANIC:", "could not bind"))]
         return " / ".join(said[-2:]) if said else (lines[-1].strip() if lines else "")
 
@@ -227,8 +225,7 @@ class PostgresInstance(Instance):
         with querying("waiting for pgbench's connections"), connect(self.port) as conn:
             self._own_backends.append(conn.info.backend_pid)
             while True:
-                n = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgbench'"
-                                 ).fetchone()[0]
+                n = self._pgbench_backends(conn)
                 if n >= self.clients:
                     return
                 if self.pgbench.poll() is not None or time.monotonic() > deadline:
@@ -267,8 +264,8 @@ class PostgresInstance(Instance):
             if not m:
                 continue
             t, tps, failed = float(m[1]), float(m[2]), int(m[3])
-            last_t, total = self._progress[-1] if self._progress else (t - 1.0, 0.0)
-            self._progress.append((t, total + tps * (t - last_t)))
+            last_t, total = self._progress or (t - 1.0, 0.0)
+            self._progress = (t, total + tps * (t - last_t))
             self._progress_rate = tps
             self._failed += failed
 
@@ -278,7 +275,7 @@ class PostgresInstance(Instance):
         self._read_progress()
         if not self._progress:
             return Sample(0.0)
-        t, total = self._progress[-1]
+        t, total = self._progress
         return Sample((total + self._progress_rate * min(max(time.time() - t, 0.0), 1.0)) * self.batch)
 
     def check(self) -> None:
@@ -293,10 +290,7 @@ class PostgresInstance(Instance):
     def _pgbench_failure(self, what: str) -> str:
         """what, with pgbench's first error line: the cause ("connection to server ... failed: ..."),
         where its last is a summary ("could not create connection for setup")."""
-        try:
-            lines = (self.ctx.launcher.logdir / "pgbench.err").read_text(errors="replace").splitlines()
-        except OSError:
-            lines = []
+        lines = self.ctx.launcher.stderr_lines("pgbench")
         errors = [line.strip() for line in lines if "error:" in line or "FATAL:" in line]
         said = errors[0] if errors else self.ctx.launcher.last_error("pgbench")
         return f"{what}: {said}" if said else what
@@ -376,8 +370,7 @@ class PostgresInstance(Instance):
         with querying("checking the work"), connect(self.port) as conn:
             # A backend's statistics are flushed as it exits, before it leaves pg_stat_activity.
             deadline = time.monotonic() + 30
-            while conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgbench'"
-                               ).fetchone()[0] and time.monotonic() < deadline:
+            while self._pgbench_backends(conn) and time.monotonic() < deadline:
                 time.sleep(0.02)
             lookups = self._index_lookups(conn) - self._lookups_before
             if lookups != transactions * self.batch:
@@ -388,6 +381,11 @@ class PostgresInstance(Instance):
                 seen = conn.execute("SELECT sum(v) FROM kv").fetchone()[0]
                 if seen != made:
                     raise PointFailed(f"{seen} UPDATEs are visible in the table, pgbench made {made}")
+
+    @staticmethod
+    def _pgbench_backends(conn: psycopg.Connection) -> int:
+        return int(conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgbench'"
+                                ).fetchone()[0])
 
     @staticmethod
     def _index_lookups(conn: psycopg.Connection) -> int:
@@ -490,7 +488,7 @@ class Postgres(Workload):
                 TestInfo("read-write", "point SELECTs with UPDATEs among them (5% by default)")]
 
     def loadgen_cores(self, cores: int, params: dict[str, Any]) -> int:
-        return max(1, round(cores * params["client_cpus"]))
+        return client_cores(cores, params)
 
     def check_available(self) -> None:
         pgcluster.check_available()
@@ -513,7 +511,8 @@ class Postgres(Workload):
 
     def setup(self, ctx: RunContext) -> None:
         p = ctx.params
-        database, meta = self._database(ctx)
+        version = pgcluster.version()
+        database, meta = self._database(ctx, version.split()[0])
         scripts = {}
         for t in self.tests():
             text, updates = batch_script(t.name, p["batch"], p["update_percent"])
@@ -521,14 +520,13 @@ class Postgres(Workload):
             path.write_text(text)
             scripts[t.name] = (path, updates)
         ctx.extra.update(database=database, database_mb=meta["database_mb"], scripts=scripts)
-        ctx.facts.update(version=pgcluster.version(), rows=p["rows"], database_mb=meta["database_mb"],
+        ctx.facts.update(version=version, rows=p["rows"], database_mb=meta["database_mb"],
                          protocol=p["protocol"], batch=p["batch"],
                          updates_per_batch={t: u for t, (_, u) in scripts.items()})
 
-    def _database(self, ctx: RunContext) -> tuple[Path, dict[str, Any]]:
+    def _database(self, ctx: RunContext, version: str) -> tuple[Path, dict[str, Any]]:
         """The loaded data directory, from the cache or loaded now (once per rows, schema and version)."""
         rows = ctx.params["rows"]
-        version = pgcluster.version().split()[0]
         cached = ctx.cache / f"kv-{rows}-schema{SCHEMA}-pg{version}"
         with contextlib.suppress(OSError, ValueError):
             return cached / "data", json.loads((cached / "meta.json").read_text())

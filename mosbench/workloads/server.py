@@ -21,6 +21,11 @@ CLIENT_CPUS = Param("client_cpus", 1.0, "load-generator CPUs per server core, fr
 PORT = Param("port", 0, "first port of the servers (0: free ones found per point)")
 
 
+def client_cores(cores: int, params: dict[str, Any]) -> int:
+    """The load generator's CPUs for a point on `cores` CPUs: client_cpus per server core, at least one."""
+    return max(1, round(cores * params["client_cpus"]))
+
+
 def check_client_params(workload: str, params: dict[str, Any]) -> None:
     """The client's CPUs and the servers' first port, as every server workload takes them."""
     if not 0 < params["client_cpus"] <= 64:
@@ -39,7 +44,7 @@ class ServerWorkload(Workload):
     )
 
     def loadgen_cores(self, cores: int, params: dict[str, Any]) -> int:
-        return max(1, round(cores * params["client_cpus"]))
+        return client_cores(cores, params)
 
     def check_params(self, params: dict[str, Any]) -> None:
         check_client_params(self.name, params)
