@@ -239,6 +239,32 @@ def report(run_refs, output: Path, store_url) -> None:
 
 
 @cli.command()
+@click.argument("run_refs", nargs=-1, required=True)
+@store_option
+def compare(run_refs, store_url) -> None:
+    """Runs compared with the first (RUN is an id or 'latest'): the environment's differences first,
+    then each matched point's change with its 95% interval, flagged where Welch's t-test says so."""
+    from mosbench import compare as comparing
+    from mosbench.report import rows
+
+    if len(run_refs) < 2:
+        raise UserError("compare needs two runs or more: mosbench compare BASELINE OTHER [OTHER…]")
+    db = store.Store(store_url)
+    runs = [db.run(ref) for ref in run_refs]
+    if len({r["id"] for r in runs}) < len(runs):
+        raise UserError("compare was given the same run twice")
+    found = comparing.compare_runs(runs, [analysis.build_series(db.points(r["id"])) for r in runs],
+                                   comparing.run_labels(runs))
+    out = _table_console()
+    for model in rows.comparison_tables(found):
+        out.print(table.render(model))
+    significant = sum(c.significant for run in found.changes for c in run)
+    out.print(f"{significant} significant change{'s' if significant != 1 else ''} "
+              f"(Welch's t-test, p < {comparing.ALPHA}) among {sum(len(run) for run in found.changes)} points.",
+              markup=False)
+
+
+@cli.command()
 @click.argument("run_ref", default="latest")
 @click.option("--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None)

@@ -111,6 +111,30 @@ def test_missing_package_is_one_clear_line(monkeypatch):
         postgres.Postgres().check_available()
 
 
+def _defaults() -> dict:
+    return {p.name: p.default for p in postgres.Postgres.params}
+
+
+def test_256_cores_are_checked_for_memory_and_open_files(monkeypatch):
+    w = postgres.Postgres()
+    monkeypatch.setattr(postgres, "mem_available_mb", lambda: 24 * 1024.0)
+    monkeypatch.setattr(postgres.resource, "getrlimit", lambda _: (20000, 20000))
+    w.check_cores(_defaults(), 256)  # 256 backends, the default table and a 2 GB cache fit in 24 GB
+    with pytest.raises(UserError, match=r"postgres at 256 cores with 100000000 rows needs about 2\d\.\d GB "
+                                        r"of memory \(256 backends.* 24\.0 GB available"):
+        w.check_cores(dict(_defaults(), rows=200_000_000), 256)  # the paper's table twenty times over
+    monkeypatch.setattr(postgres, "mem_available_mb", lambda: 4 * 1024.0)
+    with pytest.raises(UserError, match=r"256 backends.*4\.0 GB available"):
+        w.check_cores(_defaults(), 256)
+    w.check_cores(_defaults(), 2)
+    monkeypatch.setattr(postgres, "mem_available_mb", lambda: 24 * 1024.0)
+    monkeypatch.setattr(postgres.resource, "getrlimit", lambda _: (1024, 4096))
+    with pytest.raises(UserError, match=r"pgbench with 1024 connections, and the open-file limit is 1024: "
+                                        r"raise it \(ulimit -n 1088\)"):
+        w.check_cores(dict(_defaults(), clients_per_core=4), 256)
+    w.check_cores(_defaults(), 256)
+
+
 @pytest.mark.parametrize(("param", "value", "said"), [
     ("protocol", "fast", "protocol must be one of simple, extended, prepared"),
     ("rows", 0, "rows must be at least 1"),

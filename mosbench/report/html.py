@@ -13,16 +13,12 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
-from mosbench import analysis, lockmodel, scaling, store
+from mosbench import analysis, compare, lockmodel, scaling, store
 from mosbench.report import plots, rows
 
 ENV_KEYS = ("hostname", "kernel", "kernel_version", "kernel_cmdline", "arch", "cpu_model", "topology_summary",
             "memory_bytes", "governor", "thp", "thp_defrag", "smt_control", "virtualization", "mosbench_version",
             "mosbench_commit", "harness_scheduling")
-
-
-def _run_label(run: dict[str, Any]) -> str:
-    return run["label"] or f"#{run['id']}"
 
 
 def _lock_model(group: list[analysis.Series], run: dict[str, Any], files: Path) -> dict[str, Any]:
@@ -38,14 +34,17 @@ def _lock_model(group: list[analysis.Series], run: dict[str, Any], files: Path) 
 
 def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
     runs = [db.run(ref) for ref in run_refs]
-    compare = len(runs) > 1
+    several = len(runs) > 1
     files = output.parent / f"{output.stem}_files"
     series: list[analysis.Series] = []
+    per_run: list[list[analysis.Series]] = []
     failures: list[dict[str, Any]] = []
-    for r in runs:
+    labels = compare.run_labels(runs)
+    for r, label in zip(runs, labels, strict=True):
         pts = db.points(r["id"], with_logs=True)
-        series.extend(analysis.build_series(pts, _run_label(r) if compare else None))
-        failures.extend({"run": _run_label(r), "name": f"{p['workload']}/{p['test']}".rstrip("/"),
+        series.extend(analysis.build_series(pts, label if several else None))
+        per_run.append(analysis.build_series(pts))
+        failures.extend({"run": label, "name": f"{p['workload']}/{p['test']}".rstrip("/"),
                          "variant": p["variant"], "cores": p["cores"], "trial": p["trial"], "cpus": p["cpus"],
                          "reason": p["reason"], "logs": (p.get("logs") or "")[-4000:]}
                         for p in pts if p["status"] != "ok")
@@ -79,15 +78,17 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
     env = Environment(loader=PackageLoader("mosbench.report"), autoescape=select_autoescape())
     html = env.get_template("report.html.j2").render(
         runs=[{
-            "id": r["id"], "label": _run_label(r), "status": r["status"], "command": r["command"],
+            "id": r["id"], "label": label, "status": r["status"], "command": r["command"],
             "started": r["started_at"].strftime("%Y-%m-%d %H:%M:%S"),
             "finished": r["finished_at"].strftime("%Y-%m-%d %H:%M:%S") if r["finished_at"] else "",
             "env": {k: r["environment"].get(k) for k in ENV_KEYS},
             "plan": json.dumps(r["plan"], indent=1),
             "details": json.dumps({k: v for k, v in r["environment"].items() if k not in ENV_KEYS and k != "topology"},
                                   indent=1, sort_keys=True),
-        } for r in runs],
+        } for r, label in zip(runs, labels, strict=True)],
         summary_svg=summary_svg, summary_table=rows.summary_table(series), sections=sections, failures=failures,
+        comparison=rows.comparison_tables(compare.compare_runs(runs, per_run, labels))
+        if several else None,
         files=files.name,
     )
     output.write_text(html)

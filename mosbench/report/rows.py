@@ -237,3 +237,56 @@ def lock_model_table(fits: dict, up_to: int) -> TableModel:
         t.add([name, p.kind, f"{p.s:.0f}", f"{p.c:.1f}", f"{f.rms_log_error:.1%}" if f.cores else "–",
                *(si(p.per_core(n)) for n in counts), f"at {knee}" if knee else "none", f.note or ""])
     return t
+
+
+def environment_table(labels: list[str], differences: list[tuple[str, list[str]]]) -> TableModel:
+    """The facts that differ between runs (kernel, CPU, settings), each run's value in its column."""
+    t = TableModel("What differs between the runs' environments" if differences else
+                   "The runs' environments are the same (kernel, CPU, topology, settings, versions)",
+                   [Column("fact", left=True), *(Column(label, left=True, wraps=True) for label in labels)])
+    for key, values in differences:
+        t.add([key, *(v if len(v) <= 120 else v[:117] + "…" for v in values)])
+    return t
+
+
+def change_table(base: str, other: str, found: list) -> TableModel:
+    """Each matched point: both runs' mean per-core throughput ± its spread over n trials, the ratio
+    with its 95% interval and Welch's p; styled only where the change is significant."""
+    from mosbench.analysis import workload_of
+    from mosbench.compare import ALPHA
+
+    t = TableModel(f"{other} against {base}: mean per-core throughput, ratio {other}/{base} "
+                   f"[95% interval], flagged where Welch's t-test gives p < {ALPHA}",
+                   [Column("test", left=True), Column("variant", left=True), Column("cores"),
+                    Column(base), Column(other), Column("ratio"), Column("p"), Column("verdict", left=True)])
+
+    def mean_sd(values: tuple[float, ...], factor: float, per: str) -> str:
+        if not values:
+            return "–"
+        m = sum(values) / len(values)
+        sd = (sum((v - m) ** 2 for v in values) / (len(values) - 1)) ** 0.5 if len(values) > 1 else None
+        return f"{si(m * factor)}{'' if sd is None else ' ± ' + si(sd * factor, 2)}/{per} ×{len(values)}"
+
+    last = None
+    for c in found:
+        w = workload_of(c.workload)
+        factor, per = (3600.0, "h") if w is not None and w.kind == "job" else (1.0, "s")
+        name = f"{c.workload}/{c.test}" if c.test else c.workload
+        if last is not None and name != last:
+            t.breaks.add(len(t.rows) - 1)
+        last = name
+        ratio = "–" if c.ratio is None else f"{c.ratio:.3f}" + (
+            f" [{c.low:.3f}–{c.high:.3f}]" if c.low is not None else "")
+        p = "–" if c.p is None else f"{c.p:.2g}"
+        style = {} if not c.significant else {5: "good" if c.ratio > 1 else "poor",
+                                              7: "good" if c.ratio > 1 else "poor"}
+        t.add([name, c.variant, str(c.cores), mean_sd(c.base, factor, per), mean_sd(c.other, factor, per), ratio, p,
+               c.verdict], cell_styles=style)
+    return t
+
+
+def comparison_tables(found) -> list[TableModel]:
+    """A compare.Comparison as tables: the environment's differences first, then each run's changes."""
+    base = found.labels[0]
+    return [environment_table(found.labels, found.differences),
+            *(change_table(base, other, c) for other, c in zip(found.labels[1:], found.changes, strict=True))]

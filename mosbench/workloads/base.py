@@ -223,6 +223,14 @@ class Workload(ABC):
         return ()
 
 
+def mem_available_mb() -> float:
+    """What a point can take without pushing the page cache or another program out (for check_cores)."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) / 1024
+    return float("inf")
+
+
 def open_path_to(path: Path, stop: Path) -> None:
     """Lets other users (a server that drops root) traverse every directory from stop down to path.
 

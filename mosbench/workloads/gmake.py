@@ -25,7 +25,16 @@ from typing import Any
 
 from mosbench import accounting, linuxsrc
 from mosbench.errors import PointFailed, UserError
-from mosbench.workloads.base import Instance, Param, PointContext, RunContext, Sample, Variant, Workload
+from mosbench.workloads.base import (
+    Instance,
+    Param,
+    PointContext,
+    RunContext,
+    Sample,
+    Variant,
+    Workload,
+    mem_available_mb,
+)
 
 MAKE = Path("/usr/bin/make")
 TIMELINE_S = 0.1
@@ -41,13 +50,6 @@ def targets_of(spec: str) -> list[str]:
 
 def count_objects(root: Path) -> int:
     return sum(1 for _, _, files in os.walk(root) for f in files if f.endswith(".o"))
-
-
-def mem_available_mb() -> float:
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemAvailable:"):
-            return int(line.split()[1]) / 1024
-    return float("inf")
 
 
 def serial_profile(timeline: list[tuple[float, float]], cpus: int) -> dict[str, float]:

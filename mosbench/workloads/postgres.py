@@ -26,6 +26,7 @@ import contextlib
 import json
 import math
 import re
+import resource
 import shutil
 import time
 from collections.abc import Iterator
@@ -48,6 +49,7 @@ from mosbench.workloads.base import (
     TestInfo,
     Variant,
     Workload,
+    mem_available_mb,
     open_path_to,
 )
 from mosbench.workloads.server import CLIENT_CPUS, PORT, check_client_params, client_cores
@@ -61,6 +63,11 @@ LARGE_CACHE_MB = 2048  # the paper's shared_buffers for its 600 MB table
 TAIL_S = 1.0
 PROGRESS = re.compile(r"^progress: ([0-9.]+) s, ([0-9.]+) tps, .*?(\d+) failed")
 HOST = "127.0.0.1"
+# For the check before a run: the table with its primary key (10M rows took 560 MB), and what a backend
+# holds beside shared_buffers for point queries (catalog caches, plans; work_mem is never reached).
+BYTES_PER_ROW = 60
+MB_PER_BACKEND = 10
+FDS_SPARE = 64  # pgbench's own files beside one socket per connection
 
 
 def batch_script(test: str, batch: int, update_percent: float) -> tuple[str, int]:
@@ -508,6 +515,24 @@ class Postgres(Workload):
         if params["clients_per_core"] < 1:
             raise UserError("postgres clients_per_core must be at least 1")
         check_client_params(self.name, params)
+
+    def check_cores(self, params: dict[str, Any], cores: int) -> None:
+        """256 cores are 256 connections (times clients_per_core): a backend each, max_connections
+        sized from them (PostgreSQL 15 on Linux keeps its semaphores in its shared memory, so no
+        System V semaphore limit applies), one pgbench holding every socket, and the point's copy of
+        the table in tmpfs beside the large cache."""
+        clients = cores * params["clients_per_core"]
+        database_mb = params["rows"] * BYTES_PER_ROW / 2**20
+        need = database_mb + (cache_mb("large-cache", database_mb) or 0) + clients * MB_PER_BACKEND
+        have = mem_available_mb()
+        if need > have:
+            raise UserError(f"postgres at {cores} cores with {params['rows']} rows needs about {need / 1024:.1f} GB "
+                            f"of memory ({clients} backends, the table in tmpfs and a cache that holds it), and "
+                            f"this machine has {have / 1024:.1f} GB available")
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and clients + FDS_SPARE > soft:
+            raise UserError(f"postgres at {cores} cores runs pgbench with {clients} connections, and the open-file "
+                            f"limit is {soft}: raise it (ulimit -n {clients + FDS_SPARE}) or lower clients_per_core")
 
     def setup(self, ctx: RunContext) -> None:
         p = ctx.params

@@ -1,0 +1,137 @@
+"""mosbench compare: environment differences first, then changes flagged only where they are significant."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from mosbench import compare, store
+from mosbench.analysis import build_series
+from tests.conftest import mosbench
+from tests.test_store import _point
+
+ENV = {"hostname": "big", "kernel": "6.1.0", "cpu_model": "EPYC", "uid": 0, "topology": {"cpus": [0, 1]},
+       "sysctls": {"vm.swappiness": "60"}, "thp": "always [madvise] never"}
+
+
+def _series(per_core_by_cores: dict[int, list[float]], variant="procs", workload="micro", test="getppid1"):
+    pts = [_point(workload=workload, test=test, variant=variant, cores=n, trial=i + 1, throughput=v * n, work=v * n)
+           for n, values in per_core_by_cores.items() for i, v in enumerate(values)]
+    return build_series(pts)
+
+
+def test_welch_agrees_with_scipy_and_its_interval_is_welchs():
+    a, b = [100.0, 104.0, 98.0, 101.0], [110.0, 108.0, 115.0, 109.0]
+    ratio, low, high, p = compare.welch(a, b)
+    assert ratio == pytest.approx(np.mean(b) / np.mean(a))
+    assert p == pytest.approx(stats.ttest_ind(b, a, equal_var=False).pvalue)
+    # scipy's own interval for the difference of means (Welch), divided by the baseline's mean.
+    ci = stats.ttest_ind(b, a, equal_var=False).confidence_interval(0.95)
+    assert low == pytest.approx(1 + ci.low / np.mean(a)) and high == pytest.approx(1 + ci.high / np.mean(a))
+    assert low < ratio < high
+
+
+def test_a_clear_shift_is_flagged_and_noise_is_not():
+    shifted = compare.changes(_series({1: [100, 101, 99, 100]}), _series({1: [110, 111, 109, 110]}))
+    assert [c.verdict for c in shifted] == ["faster"] and shifted[0].significant
+    slower = compare.changes(_series({1: [100, 101, 99]}), _series({1: [80, 82, 81]}))
+    assert slower[0].verdict == "slower"
+    noisy = compare.changes(_series({1: [100, 112, 90]}), _series({1: [104, 95, 101]}))
+    assert noisy[0].verdict == "no significant change" and not noisy[0].significant
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_same_distribution_is_rarely_flagged(seed):
+    """Two runs of the same machine: at alpha 0.05 about one in twenty flags, never most."""
+    rng = np.random.default_rng(seed)
+    flagged = 0
+    for _ in range(40):
+        a, b = rng.normal(100, 10, 3), rng.normal(100, 10, 3)
+        flagged += compare.welch(list(a), list(b))[3] < compare.ALPHA
+    assert flagged <= 10
+
+
+def test_one_trial_is_untested_and_missing_points_are_named():
+    found = compare.changes(_series({1: [100], 2: [90, 91]}), _series({1: [120], 4: [50, 51]}))
+    by_cores = {c.cores: c for c in found}
+    assert by_cores[1].p is None and by_cores[1].verdict.startswith("untested: 1 trial")
+    assert by_cores[1].ratio == pytest.approx(1.2) and not by_cores[1].significant
+    assert by_cores[2].verdict == "not measured in the other run"
+    assert by_cores[4].verdict == "not measured in the baseline"
+
+
+def test_a_point_failed_in_one_run_is_said_so():
+    failed = _point(status="failed", reason="boom", throughput=None, work=None)
+    found = compare.changes(_series({1: [100, 101]}), build_series([failed]))
+    assert [c.verdict for c in found] == ["failed in the other run"]
+
+
+def test_identical_trials_are_no_change():
+    found = compare.changes(_series({1: [100, 100]}), _series({1: [100, 100]}))
+    assert found[0].p == 1.0 and found[0].verdict == "no significant change"
+
+
+def test_environment_differences_put_the_kernel_first_and_leave_out_what_always_differs():
+    other = dict(ENV, kernel="6.8.0", uid=1000, topology={"cpus": [0]}, sysctls={"vm.swappiness": "10"},
+                 postgres={"version": "15.8"})
+    found = compare.environment_differences([ENV, other])
+    assert found == [("kernel", ["6.1.0", "6.8.0"]), ("postgres.version", ["–", "15.8"]),
+                     ("sysctls.vm.swappiness", ["60", "10"])]
+    assert compare.environment_differences([ENV, dict(ENV)]) == []
+
+
+def test_labels_stay_apart():
+    runs = [{"id": 3, "label": "quick"}, {"id": 4, "label": "quick"}, {"id": 5, "label": None}]
+    assert compare.run_labels(runs) == ["quick #3", "quick #4", "#5"]
+
+
+def _store_with_two_runs(tmp_path):
+    db = store.Store(str(tmp_path / "s.sqlite"))
+    a = db.create_run({}, ENV, "mosbench run micro", "6.1")
+    b = db.create_run({}, dict(ENV, kernel="6.8.0"), "mosbench run micro", "6.8")
+    for run, values in ((a, [100, 101, 99]), (b, [130, 131, 129])):
+        for i, v in enumerate(values):
+            db.add_point(run, **_point(trial=i + 1, throughput=v, work=v))
+            db.add_point(run, **_point(test="open1", trial=i + 1, throughput=50 + i, work=50 + i))
+    return db
+
+
+def test_the_command_shows_the_environment_before_the_numbers(tmp_path):
+    _store_with_two_runs(tmp_path)
+    r = mosbench("compare", "1", "2", "--store", str(tmp_path / "s.sqlite"))
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert out.index("What differs") < out.index("6.8 against 6.1")
+    assert "kernel" in out and "6.8.0" in out
+    getppid = next(line for line in out.splitlines() if "micro/getppid1" in line)
+    assert "1.300" in getppid and "faster" in getppid
+    opened = next(line for line in out.splitlines() if "micro/open1" in line)
+    assert "no significant change" in opened
+    assert "1 significant change (Welch's t-test, p < 0.05) among 2 points." in out
+
+
+@pytest.mark.parametrize("args,message", [
+    (["1"], "compare needs two runs or more"),
+    (["1", "1"], "compare was given the same run twice"),
+    (["1", "9"], "no run 9"),
+])
+def test_the_command_refuses_with_one_line(tmp_path, args, message):
+    _store_with_two_runs(tmp_path)
+    r = mosbench("compare", *args, "--store", str(tmp_path / "s.sqlite"))
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [r.stderr.strip()] and message in r.stderr
+
+
+def test_the_report_of_two_runs_opens_with_the_comparison(tmp_path):
+    from mosbench.report import html
+
+    db = _store_with_two_runs(tmp_path)
+    text = html.write(db, ["1", "2"], tmp_path / "cmp.html").read_text()
+    assert text.index('id="comparison"') < text.index('id="summary"')
+    section = text[text.index('id="comparison"'):text.index('id="summary"')]
+    assert "<td class=\"l\">kernel</td>" in section and "6.8.0" in section
+    assert '<td class=" good">1.300 [1.277–1.323]</td>' in section and '<td class="l good">faster</td>' in section
+    single = html.write(db, ["1"], tmp_path / "one.html").read_text()
+    assert 'id="comparison"' not in single
