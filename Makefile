@@ -7,7 +7,7 @@ QUICK   := $(addprefix micro/,$(QUICK_TESTS))
 # Exim is not installed where another mail server is (scripts/install-deps says so): the suite goes on without it.
 EXIM    := $(if $(wildcard /usr/sbin/exim4),exim,)
 
-.PHONY: bench test deps native lint bench-overhead bench-libscale bench-syscalls clean
+.PHONY: bench test deps native lint bench-overhead bench-libscale bench-syscalls bench-profile clean
 deps:
 	bash scripts/install-deps
 
@@ -33,6 +33,10 @@ bench-overhead: native
 # PostgreSQL with and without its system calls counted (perf on the syscall tracepoints), side by side.
 bench-syscalls: native
 	$(PY) benchmarks/syscall_count_overhead.py
+
+# What --profile costs: the same points with and without it, interleaved rounds, the median ratio.
+bench-profile: native
+	$(PY) benchmarks/profile_overhead.py
 
 # libscale's stock and scalable forms side by side: per-core throughput at max cores over 1 core.
 bench-libscale: native

@@ -28,6 +28,8 @@ class Cell:
     idle_us: list[float] = field(default_factory=list)  # the measured CPUs' idle time per unit (Figure 4's third line)
     client_user_us: list[float | None] = field(default_factory=list)  # the load generator's, per unit
     client_system_us: list[float | None] = field(default_factory=list)
+    # user time on the measured CPUs charged to none of the point's groups (another program), per unit
+    outside_user_us: list[float | None] = field(default_factory=list)
     idle: list[float] = field(default_factory=list)  # shares of the measured CPUs' time: busy + idle + steal = 1
     steal: list[float] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
@@ -70,6 +72,10 @@ class Cell:
     @property
     def client_system(self) -> float | None:
         return self._at_best(self.client_system_us)
+
+    @property
+    def outside_user(self) -> float | None:
+        return self._at_best(self.outside_user_us)
 
     @property
     def idle_fraction(self) -> float | None:
@@ -118,6 +124,15 @@ def workload_of(name: str) -> Workload | None:
         return None
 
 
+def outside_user_seconds(p: dict[str, Any]) -> float | None:
+    """User time on the measured CPUs that no group of the point was charged: another program's.
+    User time only, since the kernel's interrupt work for a server is charged to no group either."""
+    if p.get("cgroup_user_s") is None:
+        return None
+    ours = p["cgroup_user_s"] + ((p.get("loadgen_user_s") or 0.0) if p.get("loadgen_shared") else 0.0)
+    return max(0.0, p["user_s"] - ours)
+
+
 def _per_unit(seconds: float | None, work: float) -> float | None:
     return None if seconds is None else per_unit_us(seconds, work)
 
@@ -143,6 +158,7 @@ def build_series(points: list[dict[str, Any]], run_label: str | None = None) -> 
         c.idle_us.append(per_unit_us(p["idle_s"], work))
         c.client_user_us.append(_per_unit(p.get("loadgen_user_s"), work))
         c.client_system_us.append(_per_unit(p.get("loadgen_system_s"), work))
+        c.outside_user_us.append(_per_unit(outside_user_seconds(p), work))
         _, idle, steal = shares(p["user_s"], p["system_s"], p["idle_s"], p.get("steal_s") or 0.0)
         c.idle.append(idle)
         c.steal.append(steal)

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from mosbench import analysis, environment, journal, plan, store, topology, workloads
+from mosbench import analysis, environment, journal, plan, profile, store, topology, workloads
 from mosbench import placement as placing
 from mosbench.errors import UserError
 from mosbench.isolation import ISOLATIONS, preflight
@@ -121,11 +121,13 @@ def cli() -> None:
 @click.option("--isolation", type=click.Choice(ISOLATIONS), default="cgroup", show_default=True,
               help="cgroup (cpuset; affinity if none is mounted), affinity, or hotplug (offlines other CPUs).")
 @click.option("-p", "--param", "params", multiple=True, help="Workload parameter name=value or workload.name=value.")
+@click.option("--profile", "profiling", is_flag=True,
+              help="Sample each window's CPUs with perf (call graphs) and store the folded stacks with the point.")
 @click.option("--label", help="A name for this run (e.g. the kernel under test).")
 @click.option("--resume", "resume_ref", help="Finish an interrupted run (id or 'latest').")
 @store_option
-def run(selections, cores, variants, trials, duration, warmup, interval, placement, isolation, params, label,
-        resume_ref, store_url) -> None:
+def run(selections, cores, variants, trials, duration, warmup, interval, placement, isolation, params, profiling,
+        label, resume_ref, store_url) -> None:
     """Run SELECTIONS (workload or workload/test) over core counts, storing every point."""
     from mosbench.sweep import Sweep  # the sweep pulls in rich's live display; keep `list` fast
 
@@ -151,12 +153,14 @@ def run(selections, cores, variants, trials, duration, warmup, interval, placeme
             selections=chosen, variants=plan.resolve_variants(chosen, variants),
             cores=placing.parse_core_counts(cores, topo, placement), trials=trials, warmup=warmup,
             duration=duration, interval=interval, placement=placement, isolation=isolation,
-            params=plan.resolve_params(chosen, list(params)),
+            params=plan.resolve_params(chosen, list(params)), profile=profiling,
         )
         for wname, wparams in the_plan.params.items():
             workloads.get(wname).check_params(wparams)
             workloads.get(wname).check_cores(wparams, max(the_plan.cores))
         preflight(isolation_mode)
+        if profiling and (why := profile.unavailable()):
+            raise UserError(f"--profile: {why}")
         env = environment.capture(topo)
         run_id = db.create_run(the_plan.to_json(), env, shlex.join(["mosbench", *sys.argv[1:]]), label)
         skip = set()
@@ -165,6 +169,8 @@ def run(selections, cores, variants, trials, duration, warmup, interval, placeme
     err_console.print(f"run #{run_id}: {n} points, cores {the_plan.cores}, about {n * per_point / 60:.1f} min")
     with harness_priority() as scheduling:
         db.note_environment(run_id, harness_scheduling=scheduling)
+        if the_plan.profile:
+            db.note_environment(run_id, profiling=profile.describe())
         outcome = Sweep(db, the_plan, topo, err_console).run(run_id, skip)
     console.print(f"run #{run_id} {outcome.status}: {outcome.measured} points measured, {outcome.failed} failed. "
                   f"See `mosbench show {run_id}` and `mosbench report {run_id}`.")

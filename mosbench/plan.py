@@ -35,6 +35,7 @@ class Plan:
     placement: str = "pack"
     isolation: str = "cgroup"
     params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    profile: bool = False  # perf's samples over each window, stored with the point (profile.py)
 
     def points(self) -> list[PointKey]:
         """Variants innermost, so a stock/scalable pair is measured side by side in time."""

@@ -74,6 +74,7 @@ points = sa.Table(
     sa.Column("metrics", sa.JSON),
     sa.Column("samples", sa.JSON),
     sa.Column("logs", sa.Text),
+    sa.Column("profile", sa.JSON),  # --profile: folded stacks of the window (profile.py)
     sa.UniqueConstraint("run_id", "workload", "test", "variant", "cores", "trial", name="one_point"),
 )
 sa.Index("points_by_run", points.c.run_id)
@@ -91,7 +92,13 @@ def _v2(conn: Connection) -> None:
             conn.execute(sa.text(f"ALTER TABLE points ADD COLUMN {name} FLOAT"))
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2]
+def _v3(conn: Connection) -> None:
+    """Each point's profile (folded stacks of its window), with --profile."""
+    if "profile" not in {c["name"] for c in sa.inspect(conn).get_columns("points")}:
+        conn.execute(sa.text("ALTER TABLE points ADD COLUMN profile JSON"))
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -230,8 +237,9 @@ class Store:
         with self._reaching(), self.engine.begin() as conn:
             conn.execute(points.insert().values(run_id=run_id, **values))
 
-    def points(self, run_id: int, with_logs: bool = False) -> list[dict[str, Any]]:
-        cols = [c for c in points.c if with_logs or c.name != "logs"]
+    def points(self, run_id: int, with_logs: bool = False, with_profiles: bool = False) -> list[dict[str, Any]]:
+        """A run's points; their logs and profiles (large) only when asked for."""
+        cols = [c for c in points.c if (with_logs or c.name != "logs") and (with_profiles or c.name != "profile")]
         with self._reaching(), self.engine.connect() as conn:
             rows = conn.execute(sa.select(*cols).where(points.c.run_id == run_id)
                                 .order_by(points.c.workload, points.c.test, points.c.variant,

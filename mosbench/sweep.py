@@ -24,7 +24,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from mosbench import accounting, cpulist, guardian, limits, placement, workloads
+from mosbench import accounting, cpulist, guardian, limits, placement, profile, workloads
 from mosbench.errors import PointFailed
 from mosbench.isolation import Group, Isolator
 from mosbench.journal import SCRATCH_PREFIX, Journal
@@ -158,6 +158,7 @@ class Sweep:
         }
         groups: list[Group] = []
         instance: Instance | None = None
+        recorder: profile.Recorder | None = None
         point_scratch = run_ctx.scratch / f"point-{serial}"
         point_scratch.mkdir(parents=True)
         try:
@@ -174,9 +175,14 @@ class Sweep:
                                JOB_LIMIT + STOP_MARGIN if w.kind == "job" else window_end + STOP_MARGIN,
                                window_end)
             instance = w.start(ctx)
+            if self.plan.profile:
+                recorder = self._recorder(launcher, run_ctx.group, a.cpus, point_scratch, values)
             values.update(measure(instance, w.kind, Window(self.plan.warmup, self.plan.duration, self.plan.interval),
-                                  group, a.cpus, load_group))
+                                  group, a.cpus, load_group, recorder))
             values["metrics"] = {**values.get("metrics", {}), **instance.stop()}
+            if recorder is not None:
+                self._profile(recorder, values)
+                recorder = None
             _count_exactly(values, instance.window_work())
             verdict = limits.judge(values, len(a.loadgen_cpus)) if a.loadgen_cpus else None
             if verdict:
@@ -187,6 +193,8 @@ class Sweep:
         except Exception as e:  # a workload bug must not lose the run: store it as this point's failure
             values.update(status="failed", reason=f"{type(e).__name__}: {e}")
         finally:
+            if recorder is not None:
+                recorder.abandon()
             if instance is not None:
                 with contextlib.suppress(Exception):
                     instance.stop()
@@ -196,6 +204,25 @@ class Sweep:
                 isolator.release(g)
             shutil.rmtree(point_scratch, ignore_errors=True)
         return values
+
+
+    @staticmethod
+    def _recorder(launcher: Launcher, group: Group, cpus: tuple[int, ...], scratch: Path,
+                  values: dict[str, Any]) -> profile.Recorder | None:
+        """perf on the point's CPUs, or None with the reason in the point's metrics: a profile that
+        cannot be taken never fails a measurement."""
+        try:
+            return profile.Recorder(launcher, group, cpus, scratch)
+        except OSError as e:
+            values.setdefault("metrics", {})["profile"] = f"not recorded: {e}"
+            return None
+
+    @staticmethod
+    def _profile(recorder: profile.Recorder, values: dict[str, Any]) -> None:
+        try:
+            values["profile"] = recorder.finish(values["window_s"])
+        except OSError as e:
+            values["metrics"]["profile"] = f"not recorded: {e}"
 
 
 def _count_exactly(values: dict[str, Any], exact: float | None) -> None:
@@ -218,7 +245,7 @@ class Window:
 
 
 def measure(inst: Instance, kind: str, win: Window, group: Group, cpus: tuple[int, ...],
-            load_group: Group | None = None) -> dict[str, Any]:
+            load_group: Group | None = None, recorder: profile.Recorder | None = None) -> dict[str, Any]:
     """Warms up, measures one window (or one job) and returns the point's values.
 
     Samples are kept with their times relative to the window's start, warm-up ones negative. A job is
@@ -262,9 +289,13 @@ def measure(inst: Instance, kind: str, win: Window, group: Group, cpus: tuple[in
                 tick(phase)
 
     if kind == "window":
+        if recorder is not None:
+            recorder.warmup_begins(prev["s"].work)
         run_until(time.monotonic() + win.warmup, "warmup")
     stat0, cg0 = accounting.read_proc_stat(), group.cpu_seconds()
     lg0 = load_group.cpu_seconds() if load_group else None
+    if recorder is not None:  # samples over the window alone, never the warm-up
+        recorder.window_begins(inst.sample().work)
     s0, t0 = inst.sample(), time.monotonic()
     inst.window_opened()
     if kind == "job":
@@ -279,6 +310,8 @@ def measure(inst: Instance, kind: str, win: Window, group: Group, cpus: tuple[in
         if not inst.finished:
             raise PointFailed(f"job did not finish within {win.job_limit:.0f} s")
     s1, t1 = inst.sample(), time.monotonic()
+    if recorder is not None:
+        recorder.window_ends()
     inst.window_closed()
     stat1, cg1 = accounting.read_proc_stat(), group.cpu_seconds()
     lg1 = load_group.cpu_seconds() if load_group else None

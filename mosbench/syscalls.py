@@ -13,20 +13,17 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import select
 import shutil
-import signal
 import subprocess
-import time
 from pathlib import Path
 
 from mosbench.isolation import Group
+from mosbench.perfctl import PerfControl
 from mosbench.processes import Launcher
 
 # The calls a database or server spends its kernel time in; "all" counts every call (raw_syscalls).
 KINDS = ("lseek", "read", "pread64", "write", "pwrite64", "sendto", "recvfrom", "epoll_wait", "futex")
 ALL = "all"
-ACK_TIMEOUT = 10.0
 
 
 def event(kind: str) -> str:
@@ -60,74 +57,18 @@ def children_of(pid: int) -> list[int]:
     return sorted(found)
 
 
-class SyscallCounter:
+class SyscallCounter(PerfControl):
     """perf stat on pids, counting only between enable() and disable()."""
 
     def __init__(self, launcher: Launcher, group: Group, pids: list[int], workdir: Path, name: str = "perf-syscalls"):
-        self.launcher = launcher
-        self.proc_name = name
-        self._ended = False
         self.output = workdir / f"{name}.csv"
-        ctl, ack = workdir / f"{name}.ctl", workdir / f"{name}.ack"
-        for fifo in (ctl, ack):
-            os.mkfifo(fifo)
         events = ",".join(event(k) for k in (*KINDS, ALL))
-        self.proc = launcher.spawn(name, [
-            "perf", "stat", "-x,", "-e", events, "-p", ",".join(map(str, pids)), "-D", "-1",
-            "--control", f"fifo:{ctl},{ack}", "-o", str(self.output),
-        ], group)
-        # Both ends non-blocking: a perf that dies before opening its FIFOs cannot hang the harness.
-        self._ack = os.open(ack, os.O_RDONLY | os.O_NONBLOCK)
-        try:
-            self._ctl = self._open_ctl(ctl)
-        except OSError:
-            os.close(self._ack)
-            launcher.stop(self.proc)
-            raise
-
-    def _open_ctl(self, ctl: Path) -> int:
-        deadline = time.monotonic() + ACK_TIMEOUT
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            with contextlib.suppress(OSError):  # ENXIO until perf has opened its end
-                return os.open(ctl, os.O_WRONLY | os.O_NONBLOCK)
-            time.sleep(0.01)
-        raise OSError(f"perf stat did not open its control FIFO: {self.launcher.last_error(self.proc_name)}")
-
-    def _command(self, word: str) -> None:
-        os.write(self._ctl, f"{word}\n".encode())
-        deadline = time.monotonic() + ACK_TIMEOUT
-        while (left := deadline - time.monotonic()) > 0:
-            ready, _, _ = select.select([self._ack], [], [], left)
-            # Until perf opens its end for writing, the FIFO reads as empty: wait on.
-            if ready and b"ack" in os.read(self._ack, 64):
-                return
-            time.sleep(0.005)
-        raise OSError(f"perf stat did not acknowledge {word!r}")
-
-    def enable(self) -> None:
-        self._command("enable")
-
-    def disable(self) -> None:
-        self._command("disable")
-
-    def end(self) -> None:
-        """Tells perf to write its counts and exit (SIGINT), without waiting. Even disabled, its
-        events keep the syscall tracepoints armed, which slows every call of the traced processes:
-        a measured window starts only once perf is told to go."""
-        if not self._ended and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-        self._ended = True
+        super().__init__(launcher, group, ["perf", "stat", "-x,", "-e", events, "-p", ",".join(map(str, pids)),
+                                           "-o", str(self.output)], workdir, name)
 
     def finish(self) -> dict[str, int]:
         """Ends perf (SIGINT: it writes its counts) and returns them by kind; {} if it wrote none."""
-        self.end()
-        if self.proc.poll() is None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(10)
-        self.launcher.stop(self.proc)
-        for fd in (self._ctl, self._ack):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        self.close()
         return parse(self.output.read_text() if self.output.exists() else "")
 
 

@@ -65,18 +65,21 @@ def test_a_v1_store_gains_the_load_generator_columns(tmp_path):
     run_id = old.create_run({}, {"hostname": "h"}, "mosbench run micro")
     old.add_point(run_id, **_point())
     with old.engine.begin() as conn:  # back to the v1 shape
-        for name in ("loadgen_user_s", "loadgen_system_s"):
+        for name in ("loadgen_user_s", "loadgen_system_s", "profile"):
             conn.exec_driver_sql(f"ALTER TABLE points DROP COLUMN {name}")
         conn.execute(store.schema_version.update().values(version=1))
     old.engine.dispose()
     db = store.Store(str(path))
     with db.engine.connect() as conn:
-        assert conn.execute(sa.select(store.schema_version.c.version)).scalar() == store.SCHEMA_VERSION == 2
+        assert conn.execute(sa.select(store.schema_version.c.version)).scalar() == store.SCHEMA_VERSION == 3
     (p,) = db.points(1)
     assert p["work"] == 100.0 and p["loadgen_user_s"] is None
     db.add_point(1, **_point(cores=2, loadgen_cpus="1", loadgen_shared=True, loadgen_user_s=0.3,
                              loadgen_system_s=0.4))
     assert [q["loadgen_system_s"] for q in db.points(1)] == [None, 0.4]
+    db.add_point(1, **_point(cores=4, profile={"stacks": {"a;b": 3}}))
+    assert "profile" not in db.points(1)[0]  # large: read only when asked for
+    assert [q["profile"] for q in db.points(1, with_profiles=True)] == [None, None, {"stacks": {"a;b": 3}}]
 
 
 def test_killed_runs_are_marked_once(tmp_path):

@@ -77,7 +77,7 @@ def test_schema_and_migrations_from_v1(database):
     with db.engine.connect() as conn:
         assert conn.execute(sa.select(store.schema_version.c.version)).scalar() == store.SCHEMA_VERSION
         cols = {c["name"] for c in sa.inspect(conn).get_columns("points")}
-    assert {"loadgen_user_s", "loadgen_system_s"} <= cols
+    assert {"loadgen_user_s", "loadgen_system_s", "profile"} <= cols
     run_id = db.create_run({"p": 1}, {"hostname": "h"}, "test")
     db.add_point(run_id, **_point(1, loadgen_user_s=0.5))
     assert db.points(run_id)[0]["loadgen_user_s"] == 0.5

@@ -13,8 +13,8 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
-from mosbench import analysis, compare, lockmodel, scaling, store
-from mosbench.report import plots, rows
+from mosbench import analysis, compare, lockmodel, profile, scaling, store, verdict
+from mosbench.report import flamegraph, plots, rows
 
 ENV_KEYS = ("hostname", "kernel", "kernel_version", "kernel_cmdline", "arch", "cpu_model", "topology_summary",
             "memory_bytes", "governor", "thp", "thp_defrag", "smt_control", "virtualization", "mosbench_version",
@@ -32,18 +32,44 @@ def _lock_model(group: list[analysis.Series], run: dict[str, Any], files: Path) 
     return {"model": Markup(svg), "model_table": rows.lock_model_table(fits, up_to), "model_cores": up_to}
 
 
+def _profiles(group: list[analysis.Series], profiles: dict, files: Path, stem: str) -> list[dict[str, Any]]:
+    """Per variant with profiles at two core counts or more: the differential table and flame graph
+    from the fewest cores to the most."""
+    out = []
+    for s in group:
+        by_cores = profiles.get((s.workload, s.test, s.variant), {})
+        if not by_cores:
+            continue
+        low, high = min(by_cores), max(by_cores)
+        if low == high:
+            out.append({"variant": s.variant, "note": f"profiled at {low} cores only: nothing to set it against"})
+            continue
+        entry: dict[str, Any] = {"variant": s.variant, "table": rows.profile_table(
+            s.name, s.variant, s.unit, low, high, by_cores[low], by_cores[high]), "locks": rows.lock_table(
+            s.name, s.variant, s.unit, low, high, by_cores[low], by_cores[high])}
+        if graph := flamegraph.svg(by_cores[low], by_cores[high], low, high, s.unit):
+            files.mkdir(parents=True, exist_ok=True)
+            (files / f"{stem}_{plots.file_stem(s.variant)}_flame.svg").write_text(graph)
+            entry["flame"] = Markup(graph)
+        out.append(entry)
+    return out
+
+
 def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
     runs = [db.run(ref) for ref in run_refs]
     several = len(runs) > 1
     files = output.parent / f"{output.stem}_files"
     series: list[analysis.Series] = []
     per_run: list[list[analysis.Series]] = []
+    profiles: dict[tuple[str, str, str], dict[int, profile.Profile]] = {}  # by series, as labelled
     failures: list[dict[str, Any]] = []
     labels = compare.run_labels(runs)
     for r, label in zip(runs, labels, strict=True):
-        pts = db.points(r["id"], with_logs=True)
+        pts = db.points(r["id"], with_logs=True, with_profiles=True)
         series.extend(analysis.build_series(pts, label if several else None))
         per_run.append(analysis.build_series(pts))
+        for (w, t, v), by_cores in profile.by_series(pts).items():
+            profiles[(w, t, f"{v} ({label})" if several else v)] = by_cores
         failures.extend({"run": label, "name": f"{p['workload']}/{p['test']}".rstrip("/"),
                          "variant": p["variant"], "cores": p["cores"], "trial": p["trial"], "cpus": p["cpus"],
                          "reason": p["reason"], "logs": (p.get("logs") or "")[-4000:]}
@@ -66,6 +92,8 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
         section["scaling_table"] = rows.scaling_table(group, fits, up_to)
         if fig := plots.scaling_figure(group, fits, up_to):
             section["scaling"] = Markup(plots.save(fig, files, f"{stem}_scaling"))
+        section["profiles"] = _profiles(group, profiles, files, stem)
+        section["verdicts"] = rows.verdict_table(verdict.judge_all(group, profiles))
         if "syscalls" in analysis.figures_for(group[0]) and (fig := plots.syscalls_figure(group)):
             section["syscalls"] = Markup(plots.save(fig, files, f"{stem}_syscalls"))
         sections.append(section)
@@ -86,7 +114,8 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
             "details": json.dumps({k: v for k, v in r["environment"].items() if k not in ENV_KEYS and k != "topology"},
                                   indent=1, sort_keys=True),
         } for r, label in zip(runs, labels, strict=True)],
-        summary_svg=summary_svg, summary_table=rows.summary_table(series), sections=sections, failures=failures,
+        summary_svg=summary_svg, summary_table=rows.summary_table(series),
+        verdict_table=rows.verdict_table(verdict.judge_all(series, profiles)), sections=sections, failures=failures,
         comparison=rows.comparison_tables(compare.compare_runs(runs, per_run, labels))
         if several else None,
         files=files.name,

@@ -290,3 +290,55 @@ def comparison_tables(found) -> list[TableModel]:
     base = found.labels[0]
     return [environment_table(found.labels, found.differences),
             *(change_table(base, other, c) for other, c in zip(found.labels[1:], found.changes, strict=True))]
+
+
+def profile_table(name: str, variant: str, unit: str, low_cores: int, high_cores: int, low, high) -> TableModel:
+    """The functions whose own CPU time per unit of work grew most from the fewest cores to the most
+    (profile.growth), with the command that spent it; hardware counters per unit where measured."""
+    from mosbench.profile import growth
+
+    t = TableModel(f"{name} {variant}: where the time per {unit} grew from {low_cores} to {high_cores} cores "
+                   f"(own CPU µs per {unit}, perf samples)",
+                   [Column("function", left=True, wraps=True), Column("mostly in", left=True),
+                    Column(f"{low_cores} cores"), Column(f"{high_cores} cores"), Column("change")])
+    comms = high.leaf_comms()
+    for g in growth(low, high):
+        t.add([g.function, comms.get(g.function, ""), f"{g.low_us:.3g}", f"{g.high_us:.3g}",
+               f"{g.change_us:+.3g}"], cell_styles={4: "poor"} if g.change_us > 0 else {})
+    hw_low, hw_high = low.hardware_per_unit(), high.hardware_per_unit()
+    for k in sorted(set(hw_low) | set(hw_high)):
+        a, b = hw_low.get(k), hw_high.get(k)
+        t.add([f"[{k}]", "PMU", si(a), si(b), "–" if a is None or b is None else f"{b - a:+.3g}"])
+    if not hw_high and high.pmu_absent:
+        t.add(["[hardware counters]", "", "absent", "absent", high.pmu_absent])
+    return t
+
+
+def verdict_table(verdicts: list) -> TableModel:
+    """The paper's Figure 12 for these runs: each curve's bottleneck class, its cause and how sure."""
+    t = TableModel("Where each curve's per-core throughput went (the paper's Figure 12)",
+                   [Column("test", left=True), Column("variant", left=True), Column("cores"), Column("kept"),
+                    Column("class", left=True), Column("cause", left=True, wraps=True), Column("sure", left=True),
+                    Column("evidence", left=True, wraps=True, wide=True)])
+    for v in verdicts:
+        kept = "–" if v.loss is None else f"{1 - v.loss:.2f}"
+        style = {} if v.category in ("scales", "unknown") else {4: "poor" if v.confidence == "high" else "fair"}
+        t.add([v.name, v.variant, f"{v.low_cores}→{v.high_cores}", kept, v.category, v.cause, v.confidence,
+               "; ".join(v.evidence)], cell_styles=style)
+    return t
+
+
+def lock_table(name: str, variant: str, unit: str, low_cores: int, high_cores: int, low, high) -> TableModel:
+    """The most waited-on kernel locks at the most cores (perf lock: lock:contention_* tracepoints),
+    each per unit of work at both core counts, with the call path that took it."""
+    t = TableModel(f"{name} {variant}: contended kernel locks, wait per {unit} ({low_cores} → {high_cores} cores)",
+                   [Column("taken in", left=True), Column("type", left=True),
+                    Column(f"wait µs {low_cores}"), Column(f"wait µs {high_cores}"),
+                    Column(f"per 1k {unit}s {high_cores}"), Column("call path", left=True, wraps=True, wide=True)])
+    before = {caller: wait for caller, _, wait, _ in low.lock_waits()}
+    for caller, record, wait, count in high.lock_waits()[:8]:
+        t.add([caller, record["type"], f"{before.get(caller, 0.0):.3g}", f"{wait:.3g}", f"{count * 1e3:.3g}",
+               " ← ".join(record["stack"][:8])])
+    if not high.locks and high.locks_absent:
+        t.add(["(not traced)", "", "–", "–", "–", high.locks_absent])
+    return t

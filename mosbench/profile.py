@@ -1,0 +1,395 @@
+"""Where a point's CPU time went: perf's samples over the window, folded into stacks, per unit of work.
+
+`perf record -e cpu-clock -F 997 -g -C <the point's CPUs>` samples every task on the measured CPUs
+(kernel and user frames, idle included) and is enabled over exactly the measurement window through
+its control FIFO, never the warm-up. Each sample stands for one sampling period of CPU time on one
+CPU (cpu-clock is a timer: the same meaning on a VM without a PMU and on bare metal). The samples
+are folded (`comm;outermost;…;innermost`, kernel frames marked `_[k]` as Brendan Gregg's
+stackcollapse-perf does, an unresolved user frame named by its binary) and stored with the point,
+so a run is analysed again from the store alone, without perf or the machine.
+
+Normalised by the window's work, a stack's samples become CPU µs per unit of work: one core and N
+cores compare directly, and what grew from one to the other is where the per-core loss went.
+Hardware counters (cycles, instructions, cache misses) are read beside the samples where the
+machine has a PMU; where it has none they are recorded as absent with the reason, never as zero.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+import shutil
+import subprocess
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mosbench import cpulist
+from mosbench.isolation import Group
+from mosbench.perfctl import PerfControl
+from mosbench.processes import Launcher
+
+EVENT = "cpu-clock"
+FREQUENCY = 997  # Hz a CPU; off the round numbers so the sampling never runs in step with a periodic timer
+MAX_STACKS = 4000  # distinct stacks kept per point (most samples first); the rest fold into "[other]"
+MAX_DEPTH = 128
+PMU_EVENTS = ("cycles", "instructions", "cache-misses")
+KERNEL = "_[k]"
+IDLE_COMMS = ("swapper",)
+HEADER = re.compile(r"^(\S.*?)\s+(\d+)\s+(\d+)\s*$")  # comm, pid, period (perf script -F comm,pid,period,…)
+MAX_LOCKS = 20
+# perf lock contention's rows: "contended  total wait  max wait  avg wait  type  caller", waits with units.
+LOCK_ROW = re.compile(r"^\s*(\d+)\s+([\d.]+ [mun]?s)\s+([\d.]+ [mun]?s)\s+([\d.]+ [mun]?s)\s+(.+?)\s{2,}(\S.*?)\s*$")
+LOCK_FRAME = re.compile(r"^\s+0x[0-9a-f]+\s+(\S+)")
+UNIT_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
+
+
+@functools.cache
+def unavailable() -> str | None:
+    """Why this machine cannot be profiled, or None."""
+    if not shutil.which("perf"):
+        return "perf is not installed (Debian: linux-perf)"
+    probe = subprocess.run(["perf", "record", "-e", EVENT, "-F", str(FREQUENCY), "-g", "-a", "-o", os.devnull,
+                            "--", "true"], capture_output=True, text=True, timeout=60)
+    if probe.returncode != 0:
+        said = [line for line in probe.stderr.strip().splitlines() if line.strip()]
+        return f"perf record cannot sample the CPUs: {said[0] if said else f'status {probe.returncode}'}"
+    return None
+
+
+@functools.cache
+def locks_unavailable() -> str | None:
+    """Why kernel lock contention cannot be traced here (perf lock needs the lock:contention_begin
+    tracepoints, Linux 5.19 on), or None."""
+    probe = subprocess.run(["perf", "lock", "record", "-a", "-o", os.devnull, "--", "true"], capture_output=True,
+                           text=True, timeout=60)
+    if probe.returncode != 0:
+        said = [line for line in probe.stderr.strip().splitlines() if line.strip()]
+        return f"perf lock cannot trace lock contention: {said[-1] if said else f'status {probe.returncode}'}"
+    return None
+
+
+@functools.cache
+def pmu_unavailable() -> str | None:
+    """Why hardware counters cannot be read here (a VM without a virtual PMU), or None."""
+    if not shutil.which("perf"):
+        return "perf is not installed"
+    probe = subprocess.run(["perf", "stat", "-x,", "-e", ",".join(PMU_EVENTS), "-a", "--", "true"],
+                           capture_output=True, text=True, timeout=60)
+    missing = [f.split(",")[2] for f in probe.stderr.splitlines()
+               if f.count(",") >= 2 and f.split(",")[0].startswith("<not")]
+    if probe.returncode != 0 or missing:
+        return f"no hardware counters ({', '.join(missing) or 'perf stat failed'} not supported: no PMU here)"
+    return None
+
+
+USER_BRACKETED = ("[unknown]", "[vdso]", "[vsyscall]", "[heap]", "[stack]", "[anon]")
+
+
+def describe() -> dict[str, Any]:
+    """How a run's profiles were taken, for its environment."""
+    return {"event": EVENT, "frequency_hz": FREQUENCY, "call_graph": "fp", "perf": _perf_version(),
+            "hardware_counters": pmu_unavailable() or ", ".join(PMU_EVENTS)}
+
+
+def _perf_version() -> str | None:
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        return subprocess.run(["perf", "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
+    return None
+
+
+def frame_name(symbol: str, dso: str) -> str:
+    """A frame as the folded stack names it: kernel ones (the kernel image, a module) marked, an
+    unresolved user one named by its binary."""
+    kernel = dso.startswith("[") and dso not in USER_BRACKETED
+    if symbol in ("[unknown]", ""):
+        symbol = f"[{os.path.basename(dso.strip('[]')) or 'unknown'}]"
+    symbol = symbol.replace(";", ":")  # the separator of folded stacks
+    return symbol + KERNEL if kernel else symbol
+
+
+def fold(script: str, max_depth: int = MAX_DEPTH) -> tuple[Counter[str], int]:
+    """perf script's text (-F comm,pid,period,ip,sym,dso) as folded stacks with their sample counts,
+    and the sampling period in ns (the most common one: cpu-clock's is 1/frequency)."""
+    stacks: Counter[str] = Counter()
+    periods: Counter[int] = Counter()
+    comm: str | None = None
+    frames: list[str] = []
+
+    def flush() -> None:
+        if comm is not None:
+            stacks[";".join([comm, *reversed(frames[:max_depth])])] += 1
+
+    for line in script.splitlines():
+        if not line.strip():
+            flush()
+            comm, frames = None, []
+        elif line[0] in " \t":
+            parts = line.strip().split(None, 1)
+            if len(parts) == 2:
+                sym, _, dso = parts[1].rpartition(" (")
+                frames.append(frame_name(sym.strip(), dso.removesuffix(")")))
+        elif m := HEADER.match(line):
+            flush()
+            comm, frames = m[1].strip().replace(";", ":"), []
+            periods[int(m[3])] += 1
+    flush()
+    return stacks, periods.most_common(1)[0][0] if periods else 0
+
+
+def trim(stacks: Counter[str], keep: int = MAX_STACKS) -> dict[str, int]:
+    """The most sampled stacks; the others folded into one "[other]" stack under their command."""
+    if len(stacks) <= keep:
+        return dict(stacks)
+    kept = dict(stacks.most_common(keep))
+    for stack, n in stacks.items():
+        if stack not in kept:
+            other = stack.split(";", 1)[0] + ";[other stacks]"
+            kept[other] = kept.get(other, 0) + n
+    return kept
+
+
+def _us(text: str) -> float:
+    value, unit = text.split()
+    return float(value) * UNIT_US[unit]
+
+
+def parse_locks(text: str, keep: int = MAX_LOCKS) -> list[dict[str, Any]]:
+    """perf lock contention -v: each contended lock site (its caller), its counts and call path."""
+    locks: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        if m := LOCK_ROW.match(line):
+            locks.append({"caller": m[6], "type": m[5].strip(), "contended": int(m[1]), "wait_total_us": _us(m[2]),
+                          "wait_max_us": _us(m[3]), "stack": []})
+        elif locks and (f := LOCK_FRAME.match(line)):
+            locks[-1]["stack"].append(f[1])
+        elif line.startswith("==="):
+            break  # perf's debug summary follows the table
+    return sorted(locks, key=lambda lock: lock["wait_total_us"], reverse=True)[:keep]
+
+
+def parse_pmu(text: str) -> dict[str, float]:
+    """perf stat -x, counts by event; a counter perf could not read is left out."""
+    counts = {}
+    for line in text.splitlines():
+        fields = line.split(",")
+        if len(fields) >= 3 and fields[2] in PMU_EVENTS:
+            with contextlib.suppress(ValueError):
+                counts[fields[2]] = float(fields[0])
+    return counts
+
+
+class Recorder:
+    """perf record (and, with a PMU, perf stat) on the point's CPUs, enabled over the window alone."""
+
+    def __init__(self, launcher: Launcher, group: Group, cpus: tuple[int, ...], workdir: Path):
+        self.launcher = launcher
+        self.group = group  # the run's group, not the point's: perf's own work is never charged to the point
+        self.failed: str | None = None
+        self._warmup_work: float | None = None
+        self.locks_work = 0.0  # the warm-up's work, over which the locks were traced
+        self.data = workdir / "perf.data"
+        self.pmu_out = workdir / "perf-pmu.csv"
+        cpus_arg = cpulist.format(cpus)
+        self.record = PerfControl(launcher, group, ["perf", "record", "-e", EVENT, "-F", str(FREQUENCY), "-g",
+                                                    "-C", cpus_arg, "-o", str(self.data)], workdir, "perf-record")
+        self.locks_data = workdir / "perf-lock.data"
+        self.lock: PerfControl | None = None
+        self.locks_absent = locks_unavailable()
+        if not self.locks_absent:
+            try:
+                self.lock = PerfControl(launcher, group, ["perf", "lock", "record", "-C", cpus_arg,
+                                                          "-o", str(self.locks_data)], workdir, "perf-lock")
+            except OSError as e:
+                self.locks_absent = str(e)
+        self.stat: PerfControl | None = None
+        self.pmu_absent = pmu_unavailable()
+        if not self.pmu_absent:
+            try:
+                self.stat = PerfControl(launcher, group, ["perf", "stat", "-x,", "-e", ",".join(PMU_EVENTS),
+                                                          "-C", cpus_arg, "-o", str(self.pmu_out)],
+                                        workdir, "perf-pmu")
+            except OSError as e:
+                self.pmu_absent = str(e)
+
+    def _switch(self, perf: PerfControl | None, word: str) -> None:
+        """A perf that stops answering loses the profile, never the point's measurement."""
+        if perf is not None and self.failed is None:
+            try:
+                getattr(perf, word)()
+            except OSError as e:
+                self.failed = str(e)
+
+    def warmup_begins(self, work: float) -> None:
+        """Kernel locks are traced over the warm-up, never the window: every contention the
+        tracepoints see costs the contending task a perf event (dup1 at two threads lost three
+        quarters of its throughput to them here), and contentions per unit are a property of the
+        code path, the same in both."""
+        self._switch(self.lock, "enable")
+        self._warmup_work = work
+
+    def window_begins(self, work: float) -> None:
+        if self.lock is not None and self._warmup_work is not None:
+            self._switch(self.lock, "disable")
+            self.locks_work = work - self._warmup_work
+        if self.lock is not None:
+            self.lock.end()  # even disabled, armed tracepoints slow every contention: gone before the window
+        self._switch(self.record, "enable")
+        self._switch(self.stat, "enable")
+
+    def window_ends(self) -> None:
+        self._switch(self.record, "disable")
+        self._switch(self.stat, "disable")
+
+    def finish(self, window_s: float) -> dict[str, Any]:
+        """Ends perf and folds what it sampled over the window, and the locks it traced over the
+        warm-up: the point's stored profile."""
+        self.abandon()
+        if self.failed:
+            raise OSError(self.failed)
+        status = self.launcher.run("perf-script", ["perf", "script", "-i", str(self.data), "--no-inline",
+                                                   "-F", "comm,pid,period,ip,sym,dso"],
+                                   self.group, timeout=600)
+        if status != 0:
+            raise OSError(f"perf script failed: {self.launcher.last_error('perf-script')}")
+        stacks, period = fold((self.launcher.logdir / "perf-script.out").read_text(errors="replace"))
+        (self.launcher.logdir / "perf-script.out").unlink(missing_ok=True)  # folded now; it can be large
+        profile: dict[str, Any] = {"event": EVENT, "frequency": FREQUENCY, "period_ns": period,
+                                   "window_s": window_s, "samples": sum(stacks.values()), "stacks": trim(stacks)}
+        if self.stat is not None:
+            profile["pmu"] = parse_pmu(self.pmu_out.read_text() if self.pmu_out.exists() else "")
+        else:
+            profile["pmu_absent"] = self.pmu_absent
+        profile.update(self._locks())
+        return profile
+
+    def _locks(self) -> dict[str, Any]:
+        if self.lock is None:
+            return {"locks_absent": self.locks_absent}
+        if self.locks_work <= 0:
+            return {"locks_absent": "no work in a warm-up to trace the locks over (give --warmup; a job has none)"}
+        status = self.launcher.run("perf-lock-report", ["perf", "lock", "contention", "-i", str(self.locks_data),
+                                                        "-v", "-E", str(MAX_LOCKS), "--max-stack", "12"],
+                                   self.group, timeout=600)
+        if status != 0:
+            return {"locks_absent": f"perf lock contention failed: {self.launcher.last_error('perf-lock-report')}"}
+        # perf lock contention writes its table to stderr.
+        report = "".join((self.launcher.logdir / f"perf-lock-report.{ext}").read_text(errors="replace")
+                         for ext in ("out", "err"))
+        return {"locks": parse_locks(report),
+                "locks_work": self.locks_work}
+
+    def abandon(self) -> None:
+        for p in (self.record, self.lock, self.stat):
+            if p is not None:
+                with contextlib.suppress(Exception):
+                    p.close()
+
+
+@dataclass
+class Profile:
+    """A point's (or several trials') samples per stack, and the work they were spent on."""
+
+    stacks: Counter[str] = field(default_factory=Counter)
+    period_ns: float = 0.0
+    work: float = 0.0  # units of work done while the samples were taken
+    pmu: dict[str, float] = field(default_factory=dict)
+    pmu_absent: str | None = None
+    locks: dict[str, dict[str, Any]] = field(default_factory=dict)  # by caller: type, contended, wait, stack
+    locks_work: float = 0.0  # the warm-ups' work, over which the locks were traced
+    locks_absent: str | None = None
+
+    @classmethod
+    def of_points(cls, points: list[dict[str, Any]]) -> Profile | None:
+        """The trials' profiles added up (their stacks and their work), or None where none has one."""
+        out = cls()
+        for p in points:
+            prof = p.get("profile")
+            if not prof or not p.get("work"):
+                continue
+            out.stacks.update(prof["stacks"])
+            out.period_ns = prof["period_ns"] or out.period_ns
+            out.work += p["work"]
+            for k, v in prof.get("pmu", {}).items():
+                out.pmu[k] = out.pmu.get(k, 0.0) + v
+            out.pmu_absent = prof.get("pmu_absent", out.pmu_absent)
+            out.locks_absent = prof.get("locks_absent", out.locks_absent)
+            out.locks_work += prof.get("locks_work", 0.0) if prof.get("locks") is not None else 0.0
+            for lock in prof.get("locks", []):
+                mine = out.locks.setdefault(lock["caller"], {"type": lock["type"], "contended": 0,
+                                                             "wait_total_us": 0.0, "stack": lock["stack"]})
+                mine["contended"] += lock["contended"]
+                mine["wait_total_us"] += lock["wait_total_us"]
+        return out if out.work > 0 and out.stacks else None
+
+    def us_per_unit(self, samples: float) -> float:
+        return samples * self.period_ns / 1e3 / self.work
+
+    def self_time(self, skip_idle: bool = True) -> dict[str, float]:
+        """CPU µs per unit of work by function, counting only the innermost frame (its own time)."""
+        out: Counter[str] = Counter()
+        for stack, n in self.stacks.items():
+            frames = stack.split(";")
+            if skip_idle and frames[0] in IDLE_COMMS:
+                continue
+            out[frames[-1]] += n
+        return {k: self.us_per_unit(n) for k, n in out.items()}
+
+    def lock_waits(self) -> list[tuple[str, dict[str, Any], float, float]]:
+        """Contended kernel locks by caller, most waited on first: (caller, record, wait µs per unit of
+        work, contentions per unit)."""
+        if self.locks_work <= 0:
+            return []
+        rows = [(c, r, r["wait_total_us"] / self.locks_work, r["contended"] / self.locks_work)
+                for c, r in self.locks.items()]
+        return sorted(rows, key=lambda row: row[2], reverse=True)
+
+    def leaf_comms(self) -> dict[str, str]:
+        """For each function, the command whose samples it had most of its own time in."""
+        by: dict[str, Counter[str]] = {}
+        for stack, n in self.stacks.items():
+            frames = stack.split(";")
+            by.setdefault(frames[-1], Counter())[frames[0]] += n
+        return {f: c.most_common(1)[0][0] for f, c in by.items()}
+
+    def hardware_per_unit(self) -> dict[str, float]:
+        """Cycles, instructions and cache misses per unit of work, and instructions per cycle."""
+        out = {f"{k}_per_unit": v / self.work for k, v in self.pmu.items()}
+        if self.pmu.get("cycles") and "instructions" in self.pmu:
+            out["ipc"] = self.pmu["instructions"] / self.pmu["cycles"]
+        return out
+
+
+@dataclass(frozen=True)
+class Growth:
+    function: str
+    low_us: float  # CPU µs per unit of work at the fewest cores
+    high_us: float  # at the most
+
+    @property
+    def change_us(self) -> float:
+        return self.high_us - self.low_us
+
+
+def growth(low: Profile, high: Profile, top: int = 12) -> list[Growth]:
+    """The functions whose own CPU time per unit of work grew most from the fewest cores to the most."""
+    a, b = low.self_time(), high.self_time()
+    rows = [Growth(f, a.get(f, 0.0), b.get(f, 0.0)) for f in set(a) | set(b)]
+    return sorted(rows, key=lambda g: g.change_us, reverse=True)[:top]
+
+
+def by_series(points: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[int, Profile]]:
+    """Each (workload, test, variant)'s profiles by core count, the ok trials' added up."""
+    grouped: dict[tuple[str, str, str], dict[int, list[dict[str, Any]]]] = {}
+    for p in points:
+        if p["status"] == "ok" and p.get("profile"):
+            grouped.setdefault((p["workload"], p["test"], p["variant"]), {}).setdefault(p["cores"], []).append(p)
+    out: dict[tuple[str, str, str], dict[int, Profile]] = {}
+    for key, by_cores in grouped.items():
+        found = {n: prof for n, pts in by_cores.items() if (prof := Profile.of_points(pts)) is not None}
+        if found:
+            out[key] = found
+    return out

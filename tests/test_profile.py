@@ -1,0 +1,146 @@
+"""--profile: perf's samples folded into stacks, per unit of work, what grew, and the flame graph."""
+
+import re
+import sqlite3
+from collections import Counter
+
+import pytest
+
+from mosbench import profile, store
+from mosbench.report import flamegraph, html
+from tests.conftest import mosbench, needs_native, needs_root
+from tests.test_run_system import _our_cgroups
+
+# perf script -F comm,pid,period,ip,sym,dso, as perf 6.1 prints it (trimmed from a real recording).
+SCRIPT = """\
+mosbench-micro 22204    1003009\x20
+\tffffffff8139a0e0 __task_pid_nr_ns ([kernel.kallsyms])
+\tffffffff8225a6c1 do_syscall_64 ([kernel.kallsyms])
+\tffffffff81000130 entry_SYSCALL_64_after_hwframe ([kernel.kallsyms])
+\t           e4a17 getppid (/usr/lib/x86_64-linux-gnu/libc.so.6)
+\t            1d2b [unknown] (/work/native/build/mosbench-micro)
+
+mosbench-micro 22204    1003009\x20
+\t           e4a17 getppid (/usr/lib/x86_64-linux-gnu/libc.so.6)
+\t            1d2b [unknown] (/work/native/build/mosbench-micro)
+
+kworker/0:1-mm_ 61    1003009\x20
+\tffffffffc0a01234 nf_conntrack_in ([nf_conntrack])
+\tffffffff81394e5a kthread ([kernel.kallsyms])
+
+swapper     0    1003009\x20
+\tffffffff8226de41 default_idle ([kernel.kallsyms])
+\tffffffff81394e5a do_idle ([kernel.kallsyms])
+
+mosbench-micro 22204    1003009\x20
+\tffffffff8139a0e0 __task_pid_nr_ns ([kernel.kallsyms])
+\tffffffff8225a6c1 do_syscall_64 ([kernel.kallsyms])
+\tffffffff81000130 entry_SYSCALL_64_after_hwframe ([kernel.kallsyms])
+\t           e4a17 getppid (/usr/lib/x86_64-linux-gnu/libc.so.6)
+\t            1d2b [unknown] (/work/native/build/mosbench-micro)
+"""
+
+
+def test_perf_script_folds_outermost_first_with_kernel_frames_marked():
+    stacks, period = profile.fold(SCRIPT)
+    assert period == 1003009
+    assert stacks == Counter({
+        "mosbench-micro;[mosbench-micro];getppid;entry_SYSCALL_64_after_hwframe_[k];do_syscall_64_[k];"
+        "__task_pid_nr_ns_[k]": 2,
+        "mosbench-micro;[mosbench-micro];getppid": 1,
+        "kworker/0:1-mm_;kthread_[k];nf_conntrack_in_[k]": 1,  # a module's frame is the kernel's too
+        "swapper;do_idle_[k];default_idle_[k]": 1,
+    })
+
+
+def test_a_command_with_spaces_and_a_semicolon_in_a_symbol_stay_one_frame():
+    stacks, _ = profile.fold("Web Content 7 1000\n\t  10 a;b (/x)\n\n")
+    assert stacks == Counter({"Web Content;a:b": 1})
+
+
+def test_rare_stacks_fold_into_other_under_their_command():
+    stacks = Counter({f"cmd;f{i}": 10 - i for i in range(10)})
+    kept = profile.trim(stacks, keep=3)
+    assert kept == {"cmd;f0": 10, "cmd;f1": 9, "cmd;f2": 8, "cmd;[other stacks]": sum(range(1, 8))}
+    assert sum(kept.values()) == sum(stacks.values())
+
+
+def _point(cores, stacks, work, trial=1, **kw):
+    return {"workload": "micro", "test": "getppid1", "variant": "procs", "cores": cores, "trial": trial,
+            "status": "ok", "work": work,
+            "profile": {"stacks": stacks, "period_ns": 1_000_000, "window_s": 1.0, "samples": sum(stacks.values()),
+                        **kw}}
+
+
+def test_time_per_unit_of_work_and_what_grew():
+    # One core: 1000 samples of 1 ms on 1M ops = 1 µs/op, all in getppid.
+    one = profile.Profile.of_points([_point(1, {"m;getppid;sys_getppid_[k]": 1000, "swapper;idle_[k]": 50}, 1e6)])
+    # Two cores, two trials added up: 2 ms... per op grew into a lock.
+    two = profile.Profile.of_points([
+        _point(2, {"m;getppid;sys_getppid_[k]": 1000, "m;getppid;spin_lock_[k]": 1000}, 1e6),
+        _point(2, {"m;getppid;sys_getppid_[k]": 1000, "m;getppid;spin_lock_[k]": 1000}, 1e6, trial=2)])
+    assert one.self_time() == {"sys_getppid_[k]": pytest.approx(1.0)}  # idle is not work's time
+    assert two.self_time() == {"sys_getppid_[k]": pytest.approx(1.0), "spin_lock_[k]": pytest.approx(1.0)}
+    grew = profile.growth(one, two)
+    assert grew[0].function == "spin_lock_[k]" and grew[0].change_us == pytest.approx(1.0)
+    assert grew[1].function == "sys_getppid_[k]" and grew[1].change_us == pytest.approx(0.0)
+    assert two.leaf_comms() == {"sys_getppid_[k]": "m", "spin_lock_[k]": "m"}
+
+
+def test_profiles_are_grouped_by_series_and_points_without_one_are_left_out():
+    pts = [_point(1, {"m;a": 10}, 100.0), _point(2, {"m;a": 10}, 100.0), _point(2, {"m;b": 10}, 100.0, trial=2),
+           dict(_point(4, {"m;a": 1}, 1.0), status="failed"), dict(_point(8, {}, 1.0), profile=None)]
+    found = profile.by_series(pts)
+    assert list(found) == [("micro", "getppid1", "procs")]
+    by_cores = found[("micro", "getppid1", "procs")]
+    assert sorted(by_cores) == [1, 2] and by_cores[2].work == 200.0 and by_cores[2].stacks == Counter({"m;a": 10,
+                                                                                                       "m;b": 10})
+
+
+def test_hardware_counters_per_unit_and_their_absence():
+    with_pmu = profile.Profile.of_points([_point(1, {"m;a": 1}, 100.0, pmu={"cycles": 4000.0, "instructions": 2000.0})])
+    assert with_pmu.hardware_per_unit() == {"cycles_per_unit": 40.0, "instructions_per_unit": 20.0, "ipc": 0.5}
+    without = profile.Profile.of_points([_point(1, {"m;a": 1}, 100.0, pmu_absent="no hardware counters")])
+    assert without.hardware_per_unit() == {} and without.pmu_absent == "no hardware counters"
+    assert profile.parse_pmu("1234,,cycles,100.00,,\n<not supported>,,instructions,0,100.00,,\n") == {"cycles": 1234.0}
+
+
+def test_the_flame_graph_is_as_wide_as_the_time_and_red_where_it_grew():
+    one = profile.Profile.of_points([_point(1, {"m;getppid;sys_getppid_[k]": 1000}, 1e6)])
+    two = profile.Profile.of_points([_point(2, {"m;getppid;sys_getppid_[k]": 1000, "m;getppid;spin_lock_[k]": 3000},
+                                            1e6)])
+    svg = flamegraph.svg(one, two, 1, 2, "op")
+    rects = {m[1]: (float(m[2]), m[3]) for m in re.finditer(
+        r"<title>([^:<]+): .*?</title><rect [^>]*width=\"([0-9.]+)\"[^>]*fill=\"([^\"]+)\"", svg)}
+    assert rects["spin_lock_[k]"][0] == pytest.approx(0.75 * flamegraph.WIDTH - 0.5, abs=1)
+    assert rects["sys_getppid_[k]"][0] == pytest.approx(0.25 * flamegraph.WIDTH - 0.5, abs=1)
+    assert rects["spin_lock_[k]"][1] == "rgb(235,65,65)"  # grew the most: full red
+    assert rects["sys_getppid_[k]"][1] == "rgb(225,225,225)"  # unchanged
+    assert "CPU µs per op at 2 cores (4 in all), coloured by the change from 1 (1)" in svg
+
+
+@needs_root
+@needs_native
+@pytest.mark.skipif(profile.unavailable() is not None, reason=f"perf cannot sample here: {profile.unavailable()}")
+def test_a_profiled_run_stores_the_windows_stacks_and_the_report_shows_them(tmp_path):
+    db_path = tmp_path / "s.sqlite"
+    r = mosbench("run", "micro/getppid1", "--variant", "procs", "--cores", "1,2", "--trials", "1", "--warmup", "0.3",
+                 "--duration", "1", "--profile", "--store", str(db_path))
+    assert r.returncode == 0, r.stderr
+    db = store.Store(str(db_path))
+    pts = db.points(1, with_profiles=True)
+    for p in pts:
+        prof = p["profile"]
+        assert prof["event"] == "cpu-clock" and prof["samples"] > 0
+        # The window alone: about a second of each measured CPU, not the warm-up as well.
+        assert prof["samples"] <= 1.6 * profile.FREQUENCY * p["cores"] * p["window_s"]
+        ours = sum(n for s, n in prof["stacks"].items() if s.startswith("mosbench-micro;"))
+        assert ours > 0.5 * prof["samples"]
+        assert any("getppid" in s and s.endswith("_[k]") for s in prof["stacks"] if s.startswith("mosbench-micro"))
+    assert db.run(1)["environment"]["profiling"]["event"] == "cpu-clock"
+    text = html.write(db, ["1"], tmp_path / "r.html").read_text()
+    assert "Where the time went" in text and "differential flame graph" in text
+    assert (tmp_path / "r_files" / "micro_getppid1_procs_flame.svg").exists()
+    assert not _our_cgroups()
+    # No perf of ours is left: the only perf processes would be another user's.
+    assert sqlite3.connect(db_path).execute("select count(*) from points where profile is null").fetchone()[0] == 0

@@ -1,0 +1,124 @@
+"""The verdict per curve, checked against cases whose bottleneck is known from the kernel's source.
+
+tests/fixtures/verdict-cases.json holds real points with their profiles, recorded on a 2-vCPU VM by
+tests/fixtures/record_verdict_cases.py (1 and 2 cores, three trials, --profile). The analysis reads
+only what the store holds: no perf, no machine.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from mosbench import analysis, profile, verdict, workloads
+from tests.fixtures import __file__ as fixtures_init
+from tests.test_store import _point
+
+CASES = json.loads((Path(fixtures_init).parent / "verdict-cases.json").read_text())
+
+
+def _verdicts(points):
+    return {(v.name, v.variant): v for v in verdict.judge_all(analysis.build_series(points),
+                                                                profile.by_series(points))}
+
+
+@pytest.fixture(scope="module")
+def judged():
+    return _verdicts(CASES)
+
+
+def test_threads_sharing_a_descriptor_table_contend_on_its_lock(judged):
+    v = judged[("micro/dup1", "threads")]
+    assert v.category == "kernel" and "descriptor table (files_struct.file_lock)" in v.cause
+    assert v.confidence == "high"
+    assert any(e.startswith("perf lock: spinlock") for e in v.evidence)
+
+
+def test_processes_with_tables_of_their_own_scale(judged):
+    assert judged[("micro/dup1", "procs")].category == "scales"
+
+
+def test_processes_locking_one_file_meet_on_its_lock_list(judged):
+    v = judged[("micro/lock2", "procs")]
+    assert v.category == "kernel" and "the file's lock list" in v.cause
+
+
+def test_a_contended_pthread_mutex_is_the_applications_lock_though_its_waits_are_in_the_kernel(judged):
+    v = judged[("micro/pthread_mutex1", "threads")]
+    assert v.category == "application" and "the application's lock" in v.cause
+    assert any("futex calls of a contended user-space lock" in e for e in v.evidence)
+
+
+def test_one_atomic_counter_is_a_shared_cache_line_in_the_function_that_bumps_it(judged):
+    v = judged[("scale/counter", "stock")]
+    assert v.category == "application" and "shared cache line" in v.cause
+    assert v.confidence == "high" and v.loss > 0.5
+
+
+def test_nothing_in_the_verdict_knows_a_test():
+    """Causes come from the evidence and the kernel's functions, never from which test ran."""
+    source = Path(verdict.__file__).read_text()
+    # Test names with a digit or an underscore (dup1, tcp_pingpong) cannot be ordinary words; the others
+    # (scale's "lock", "dentry") can, so those are looked for as workload/test.
+    tests = [(w.name, t.name) for w in workloads.all_workloads() for t in w.tests() if t.name]
+    names = {t for _, t in tests if re.search(r"[0-9_]", t)} | {f"{w}/{t}" for w, t in tests}
+    named = sorted(n for n in names if re.search(rf"(?<![\w/]){re.escape(n)}(?![\w/])", source))
+    assert len(names) > 70 and not named
+
+
+def test_without_profiles_the_class_stands_and_the_verdict_asks_for_them():
+    bare = [{k: v for k, v in p.items() if k != "profile"} for p in CASES]
+    v = _verdicts(bare)[("micro/dup1", "threads")]
+    assert v.category == "kernel" and "run with --profile" in v.cause and v.confidence != "high"
+
+
+def _cells(per_core, **parts_by_cores):
+    """Points at 1 and 2 cores (two trials each) with the given seconds per part."""
+    pts = []
+    for cores, tp in per_core.items():
+        for trial, jitter in ((1, 1.0), (2, 0.99)):
+            work = tp * cores * jitter
+            base = dict(user_s=0.5 * cores, system_s=0.5 * cores, idle_s=0.0, steal_s=0.0, cgroup_user_s=None,
+                        cgroup_system_s=None)
+            base.update(parts_by_cores.get(str(cores), {}))
+            pts.append(_point(cores=cores, trial=trial, work=work, throughput=work, **base))
+    return pts
+
+
+def test_stolen_time_is_the_hosts():
+    pts = _cells({1: 100.0, 2: 50.0}, **{"2": dict(user_s=0.5, system_s=0.5, steal_s=1.0)})
+    v = verdict.judge_all(analysis.build_series(pts), {})[0]
+    assert v.category == "hardware" and "hypervisor" in v.cause and v.loss == pytest.approx(0.5, abs=0.01)
+
+
+def test_idle_cpus_behind_a_saturated_client_are_lack_of_work():
+    pts = _cells({1: 100.0, 2: 50.0}, **{"2": dict(user_s=0.5, system_s=0.5, idle_s=1.0)})
+    for p in pts:
+        if p["cores"] == 2:
+            p["metrics"] = {"client_bound": True}
+    v = verdict.judge_all(analysis.build_series(pts), {})[0]
+    assert v.category == "lack of work" and "client was the limit" in v.cause
+
+
+def test_another_programs_user_time_is_interference():
+    pts = _cells({1: 100.0, 2: 50.0}, **{"1": dict(cgroup_user_s=0.5, cgroup_system_s=0.5),
+                                         "2": dict(user_s=2.0, system_s=1.0, cgroup_user_s=0.5,
+                                                   cgroup_system_s=1.0)})
+    v = verdict.judge_all(analysis.build_series(pts), {})[0]
+    assert v.category == "interference" and "other programs" in v.cause
+
+
+def test_a_flat_curve_scales_and_one_core_count_is_refused():
+    assert verdict.judge_all(analysis.build_series(_cells({1: 100.0, 2: 99.0})), {})[0].category == "scales"
+    one = [p for p in _cells({1: 100.0, 2: 99.0}) if p["cores"] == 1]
+    v = verdict.judge_all(analysis.build_series(one), {})[0]
+    assert v.category == "unknown" and "two core counts" in v.cause
+
+
+def test_kernel_objects_prefer_the_specific_to_the_generic():
+    frames = ["_raw_spin_unlock_irqrestore_[k]", "__wake_up_[k]", "__locks_wake_up_blocks_[k]", "posix_lock_inode_[k]"]
+    assert verdict.kernel_object(frames)[1].startswith("the file's lock list")
+    assert verdict.kernel_object(["__wake_up_[k]", "do_syscall_64_[k]"])[1] == "a wait queue's lock"
+    assert verdict.kernel_object(["alloc_fd+0x2c"]) == ("alloc_fd", verdict.kernel_object(["alloc_fd_[k]"])[1])
+    assert verdict.kernel_object(["nothing_known_[k]"]) is None
