@@ -2,7 +2,7 @@
 # Both install what they need first (Debian packages and the pinned Python packages).
 PY      := .venv/bin/python
 MOSBENCH := .venv/bin/mosbench
-QUICK_TESTS := getppid1 page_fault1 mmap1 open1 context_switch1
+QUICK_TESTS := getppid1 page_fault1 mmap1 open1 context_switch1 dup1
 QUICK   := $(addprefix micro/,$(QUICK_TESTS))
 # Exim is not installed where another mail server is (scripts/install-deps says so): the suite goes on without it.
 EXIM    := $(if $(wildcard /usr/sbin/exim4),exim,)
@@ -14,16 +14,18 @@ deps:
 native: deps
 	$(MAKE) -C native
 
-# The quick suite: five kernel paths, every libscale structure, the Metis inverted index, pedsort over
-# the Linux tree's arch/ (the whole tree is psearchy's default), the kernel's security/keys/ built by
-# gmake, memcached both ways, Apache with a connection per request, Exim both ways and PostgreSQL's
-# read-only test with both caches, 1..max cores, two trials each (about 9 minutes on 2 CPUs, the first
+# The quick suite: six kernel paths (dup1 profiled: perf's samples, its kernel lock contention and the
+# verdict that threads sharing one descriptor table contend on its lock), every libscale structure,
+# the Metis inverted index, pedsort over the Linux tree's arch/ (the whole tree is psearchy's
+# default), the kernel's security/keys/ built by gmake, memcached both ways, Apache with a connection
+# per request, Exim both ways and PostgreSQL's read-only test with both caches, 1..max cores, two
+# trials each, 1.5 s windows (about 9 minutes on 2 CPUs, the first
 # time a little more while PostgreSQL's table is loaded and cached; the point count grows with the
 # machine's series).
 bench: native
 	$(MOSBENCH) run $(QUICK) scale metis/invindex psearchy gmake memcached apache/close $(EXIM) postgres/read-only \
-		-p psearchy.subdir=arch -p gmake.targets=security/keys/ \
-		--cores 1..max --trials 2 --warmup 0.5 --duration 2 --label quick
+		-p psearchy.subdir=arch -p gmake.targets=security/keys/ --profile micro/dup1 \
+		--cores 1..max --trials 2 --warmup 0.5 --duration 1.5 --label quick
 	$(MOSBENCH) report latest -o report/report.html
 
 # Sampling cost against getppid at max cores, with and without the harness's per-second work.

@@ -121,8 +121,9 @@ def cli() -> None:
 @click.option("--isolation", type=click.Choice(ISOLATIONS), default="cgroup", show_default=True,
               help="cgroup (cpuset; affinity if none is mounted), affinity, or hotplug (offlines other CPUs).")
 @click.option("-p", "--param", "params", multiple=True, help="Workload parameter name=value or workload.name=value.")
-@click.option("--profile", "profiling", is_flag=True,
-              help="Sample each window's CPUs with perf (call graphs) and store the folded stacks with the point.")
+@click.option("--profile", "profiling", is_flag=False, flag_value="all", default=None, metavar="[SELECTIONS]",
+              help="Profile each window with perf (call graphs, kernel lock contention, PMU counts) and store it "
+                   "with the point: every point, or those of the given workloads or workload/tests (a,b/c).")
 @click.option("--label", help="A name for this run (e.g. the kernel under test).")
 @click.option("--resume", "resume_ref", help="Finish an interrupted run (id or 'latest').")
 @store_option
@@ -153,7 +154,8 @@ def run(selections, cores, variants, trials, duration, warmup, interval, placeme
             selections=chosen, variants=plan.resolve_variants(chosen, variants),
             cores=placing.parse_core_counts(cores, topo, placement), trials=trials, warmup=warmup,
             duration=duration, interval=interval, placement=placement, isolation=isolation,
-            params=plan.resolve_params(chosen, list(params)), profile=profiling,
+            params=plan.resolve_params(chosen, list(params)),
+            profile=plan.resolve_profile(chosen, profiling),
         )
         for wname, wparams in the_plan.params.items():
             workloads.get(wname).check_params(wparams)

@@ -35,7 +35,8 @@ class Plan:
     placement: str = "pack"
     isolation: str = "cgroup"
     params: dict[str, dict[str, Any]] = field(default_factory=dict)
-    profile: bool = False  # perf's samples over each window, stored with the point (profile.py)
+    # --profile: the selections whose points are profiled (profile.py); ["all"] for every point
+    profile: list[str] = field(default_factory=list)
 
     def points(self) -> list[PointKey]:
         """Variants innermost, so a stock/scalable pair is measured side by side in time."""
@@ -45,6 +46,9 @@ class Plan:
             keys.extend(PointKey(w, t, v, n, trial) for n in self.cores for trial in range(1, self.trials + 1)
                         for v in self.variants[w] if v in has)
         return keys
+
+    def profiled(self, key: PointKey) -> bool:
+        return any(s in ("all", key.workload, f"{key.workload}/{key.test}") for s in self.profile)
 
     def to_json(self) -> dict[str, Any]:
         return {"version": PLAN_VERSION, **asdict(self)}
@@ -115,6 +119,20 @@ def resolve_variants(selections: list[tuple[str, str]], wanted: list[str] | None
                 raise UserError(f"{wname}/{test} has none of the variants {', '.join(wanted)} "
                                 f"(it has {', '.join(w.variants_for(test))})")
     return result
+
+
+def resolve_profile(selections: list[tuple[str, str]], spec: str | None) -> list[str]:
+    """--profile's value: "all", or workloads and workload/tests among those the run selects."""
+    if spec is None:
+        return []
+    if spec == "all":
+        return ["all"]
+    wanted = [s.strip() for s in spec.split(",") if s.strip()]
+    chosen = {w for w, _ in selections} | {f"{w}/{t}" for w, t in selections if t}
+    for s in wanted:
+        if s not in chosen:
+            raise UserError(f"--profile {s}: not among this run's selections ({', '.join(sorted(chosen))})")
+    return wanted
 
 
 def resolve_params(selections: list[tuple[str, str]], settings: list[str]) -> dict[str, dict[str, Any]]:

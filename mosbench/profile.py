@@ -34,6 +34,13 @@ from mosbench.processes import Launcher
 
 EVENT = "cpu-clock"
 FREQUENCY = 997  # Hz a CPU; off the round numbers so the sampling never runs in step with a periodic timer
+# Samples a point may take: past it the frequency falls (256 CPUs over a 5 s window: 390 Hz), so that
+# perf script folds any point in seconds. Never below MIN_FREQUENCY.
+SAMPLE_BUDGET = 500_000
+MIN_FREQUENCY = 49
+JOB_SECONDS = 60.0  # a job's length for its sampling frequency (its window is not known before it ends)
+# Without BPF program events perf starts in 0.2 s instead of 1.2 s; mosbench samples no BPF code.
+RECORD_OPTIONS = ("--no-bpf-event",)
 MAX_STACKS = 4000  # distinct stacks kept per point (most samples first); the rest fold into "[other]"
 MAX_DEPTH = 128
 PMU_EVENTS = ("cycles", "instructions", "cache-misses")
@@ -52,8 +59,8 @@ def unavailable() -> str | None:
     """Why this machine cannot be profiled, or None."""
     if not shutil.which("perf"):
         return "perf is not installed (Debian: linux-perf)"
-    probe = subprocess.run(["perf", "record", "-e", EVENT, "-F", str(FREQUENCY), "-g", "-a", "-o", os.devnull,
-                            "--", "true"], capture_output=True, text=True, timeout=60)
+    probe = subprocess.run(["perf", "record", *RECORD_OPTIONS, "-e", EVENT, "-F", str(FREQUENCY), "-g", "-a",
+                            "-o", os.devnull, "--", "true"], capture_output=True, text=True, timeout=60)
     if probe.returncode != 0:
         said = [line for line in probe.stderr.strip().splitlines() if line.strip()]
         return f"perf record cannot sample the CPUs: {said[0] if said else f'status {probe.returncode}'}"
@@ -64,8 +71,8 @@ def unavailable() -> str | None:
 def locks_unavailable() -> str | None:
     """Why kernel lock contention cannot be traced here (perf lock needs the lock:contention_begin
     tracepoints, Linux 5.19 on), or None."""
-    probe = subprocess.run(["perf", "lock", "record", "-a", "-o", os.devnull, "--", "true"], capture_output=True,
-                           text=True, timeout=60)
+    probe = subprocess.run(["perf", "lock", "record", *RECORD_OPTIONS, "-a", "-o", os.devnull, "--", "true"],
+                           capture_output=True, text=True, timeout=60)
     if probe.returncode != 0:
         said = [line for line in probe.stderr.strip().splitlines() if line.strip()]
         return f"perf lock cannot trace lock contention: {said[-1] if said else f'status {probe.returncode}'}"
@@ -87,6 +94,11 @@ def pmu_unavailable() -> str | None:
 
 
 USER_BRACKETED = ("[unknown]", "[vdso]", "[vsyscall]", "[heap]", "[stack]", "[anon]")
+
+
+def frequency_for(cpus: int, window_s: float) -> int:
+    """The sampling frequency for a point: FREQUENCY, lowered to keep its samples within SAMPLE_BUDGET."""
+    return max(MIN_FREQUENCY, min(FREQUENCY, int(SAMPLE_BUDGET / max(cpus * window_s, 1e-9))))
 
 
 def describe() -> dict[str, Any]:
@@ -185,7 +197,7 @@ def parse_pmu(text: str) -> dict[str, float]:
 class Recorder:
     """perf record (and, with a PMU, perf stat) on the point's CPUs, enabled over the window alone."""
 
-    def __init__(self, launcher: Launcher, group: Group, cpus: tuple[int, ...], workdir: Path):
+    def __init__(self, launcher: Launcher, group: Group, cpus: tuple[int, ...], workdir: Path, window_s: float):
         self.launcher = launcher
         self.group = group  # the run's group, not the point's: perf's own work is never charged to the point
         self.failed: str | None = None
@@ -194,14 +206,16 @@ class Recorder:
         self.data = workdir / "perf.data"
         self.pmu_out = workdir / "perf-pmu.csv"
         cpus_arg = cpulist.format(cpus)
-        self.record = PerfControl(launcher, group, ["perf", "record", "-e", EVENT, "-F", str(FREQUENCY), "-g",
-                                                    "-C", cpus_arg, "-o", str(self.data)], workdir, "perf-record")
+        self.frequency = frequency_for(len(cpus), window_s)
+        self.record = PerfControl(launcher, group, ["perf", "record", *RECORD_OPTIONS, "-e", EVENT, "-F",
+                                                    str(self.frequency), "-g", "-C", cpus_arg, "-o", str(self.data)],
+                                  workdir, "perf-record")
         self.locks_data = workdir / "perf-lock.data"
         self.lock: PerfControl | None = None
         self.locks_absent = locks_unavailable()
         if not self.locks_absent:
             try:
-                self.lock = PerfControl(launcher, group, ["perf", "lock", "record", "-C", cpus_arg,
+                self.lock = PerfControl(launcher, group, ["perf", "lock", "record", *RECORD_OPTIONS, "-C", cpus_arg,
                                                           "-o", str(self.locks_data)], workdir, "perf-lock")
             except OSError as e:
                 self.locks_absent = str(e)
@@ -257,7 +271,7 @@ class Recorder:
             raise OSError(f"perf script failed: {self.launcher.last_error('perf-script')}")
         stacks, period = fold((self.launcher.logdir / "perf-script.out").read_text(errors="replace"))
         (self.launcher.logdir / "perf-script.out").unlink(missing_ok=True)  # folded now; it can be large
-        profile: dict[str, Any] = {"event": EVENT, "frequency": FREQUENCY, "period_ns": period,
+        profile: dict[str, Any] = {"event": EVENT, "frequency": self.frequency, "period_ns": period,
                                    "window_s": window_s, "samples": sum(stacks.values()), "stacks": trim(stacks)}
         if self.stat is not None:
             profile["pmu"] = parse_pmu(self.pmu_out.read_text() if self.pmu_out.exists() else "")

@@ -175,8 +175,9 @@ class Sweep:
                                JOB_LIMIT + STOP_MARGIN if w.kind == "job" else window_end + STOP_MARGIN,
                                window_end)
             instance = w.start(ctx)
-            if self.plan.profile:
-                recorder = self._recorder(launcher, run_ctx.group, a.cpus, point_scratch, values)
+            if self.plan.profiled(key):
+                recorder = self._recorder(launcher, run_ctx.group, a.cpus, point_scratch, values,
+                                          profile.JOB_SECONDS if w.kind == "job" else self.plan.duration)
             values.update(measure(instance, w.kind, Window(self.plan.warmup, self.plan.duration, self.plan.interval),
                                   group, a.cpus, load_group, recorder))
             values["metrics"] = {**values.get("metrics", {}), **instance.stop()}
@@ -208,11 +209,11 @@ class Sweep:
 
     @staticmethod
     def _recorder(launcher: Launcher, group: Group, cpus: tuple[int, ...], scratch: Path,
-                  values: dict[str, Any]) -> profile.Recorder | None:
+                  values: dict[str, Any], window_s: float) -> profile.Recorder | None:
         """perf on the point's CPUs, or None with the reason in the point's metrics: a profile that
         cannot be taken never fails a measurement."""
         try:
-            return profile.Recorder(launcher, group, cpus, scratch)
+            return profile.Recorder(launcher, group, cpus, scratch, window_s)
         except OSError as e:
             values.setdefault("metrics", {})["profile"] = f"not recorded: {e}"
             return None

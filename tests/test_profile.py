@@ -124,12 +124,13 @@ def test_the_flame_graph_is_as_wide_as_the_time_and_red_where_it_grew():
 @pytest.mark.skipif(profile.unavailable() is not None, reason=f"perf cannot sample here: {profile.unavailable()}")
 def test_a_profiled_run_stores_the_windows_stacks_and_the_report_shows_them(tmp_path):
     db_path = tmp_path / "s.sqlite"
-    r = mosbench("run", "micro/getppid1", "--variant", "procs", "--cores", "1,2", "--trials", "1", "--warmup", "0.3",
-                 "--duration", "1", "--profile", "--store", str(db_path))
+    r = mosbench("run", "micro/getppid1", "micro/dup1", "--variant", "threads", "--cores", "1,2", "--trials", "1",
+                 "--warmup", "0.5", "--duration", "1", "--profile", "micro/getppid1", "--store", str(db_path))
     assert r.returncode == 0, r.stderr
     db = store.Store(str(db_path))
     pts = db.points(1, with_profiles=True)
-    for p in pts:
+    assert [p["profile"] is not None for p in pts] == [False, False, True, True]  # dup1, then getppid1
+    for p in pts[2:]:
         prof = p["profile"]
         assert prof["event"] == "cpu-clock" and prof["samples"] > 0
         # The window alone: about a second of each measured CPU, not the warm-up as well.
@@ -137,10 +138,25 @@ def test_a_profiled_run_stores_the_windows_stacks_and_the_report_shows_them(tmp_
         ours = sum(n for s, n in prof["stacks"].items() if s.startswith("mosbench-micro;"))
         assert ours > 0.5 * prof["samples"]
         assert any("getppid" in s and s.endswith("_[k]") for s in prof["stacks"] if s.startswith("mosbench-micro"))
+        # Locks are traced over the warm-up, and its work is what they are counted against.
+        assert prof["locks_work"] > 0 and isinstance(prof["locks"], list)
+        assert "perf_swevent_event_[k]" not in {s.split(";")[-1] for s in prof["stacks"]}  # no tracing in the window
     assert db.run(1)["environment"]["profiling"]["event"] == "cpu-clock"
     text = html.write(db, ["1"], tmp_path / "r.html").read_text()
     assert "Where the time went" in text and "differential flame graph" in text
-    assert (tmp_path / "r_files" / "micro_getppid1_procs_flame.svg").exists()
+    assert (tmp_path / "r_files" / "micro_getppid1_threads_flame.svg").exists()
     assert not _our_cgroups()
-    # No perf of ours is left: the only perf processes would be another user's.
-    assert sqlite3.connect(db_path).execute("select count(*) from points where profile is null").fetchone()[0] == 0
+    assert sqlite3.connect(db_path).execute("select count(*) from points where profile is null").fetchone()[0] == 2
+
+
+@needs_native
+def test_profiling_a_selection_the_run_does_not_make_is_refused(tmp_path):
+    r = mosbench("run", "micro/getppid1", "--profile", "micro/dup1", "--store", str(tmp_path / "s.sqlite"))
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        "mosbench: --profile micro/dup1: not among this run's selections (micro, micro/getppid1)"]
+
+
+def test_the_sampling_frequency_keeps_a_big_machine_within_its_budget():
+    assert profile.frequency_for(2, 2.0) == profile.FREQUENCY
+    assert profile.frequency_for(256, 5.0) == 390
+    assert profile.frequency_for(4096, 3600.0) == profile.MIN_FREQUENCY
