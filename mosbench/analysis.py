@@ -194,6 +194,12 @@ def rate_scale(s: Series) -> tuple[float, str]:
     return (3600.0, "hour") if s.kind == "job" else (1.0, "sec")
 
 
+def own_models(s: Series, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The workload's own scaling models for a series' test (scale/lock: "lock")."""
+    w = workload_of(s.workload)
+    return w.models_for(s.test, params or {}) if w else {}
+
+
 def figures_for(s: Series) -> tuple[str, ...]:
     """The workload's own figures for a series' test."""
     w = workload_of(s.workload)

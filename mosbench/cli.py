@@ -222,14 +222,19 @@ def show(run_ref, store_url) -> None:
     """A run as a terminal table (RUN is an id or 'latest')."""
     _recover()
     db = store.Store(store_url)
+    from mosbench import profile, verdict
+    from mosbench.report import rows
+
     r = db.run(run_ref)
-    series = analysis.build_series(db.points(r["id"]))
+    pts = db.points(r["id"], with_profiles=True)
+    series = analysis.build_series(pts)
     console = _table_console()
     console.print(f"run #{r['id']} ({r['status']}) on {r['environment']['hostname']}, "
                   f"kernel {r['environment']['kernel']}: {r['environment'].get('topology_summary', '')}")
     for t in table.series_tables(series):
         console.print(t)
     console.print(table.summary_table(series))
+    console.print(table.render(rows.verdict_table(verdict.judge_all(series, profile.by_series(pts)))))
 
 
 @cli.command()
@@ -337,7 +342,7 @@ def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, store_url) -> None:
     else:
         db = store.Store(store_url)
         r = db.run(run_ref or "latest")
-        series = [x for x in analysis.build_series(db.points(r["id"])) if "lock_model" in analysis.figures_for(x)]
+        series = [x for x in analysis.build_series(db.points(r["id"])) if "lock" in analysis.own_models(x)]
         params = r["plan"]["params"].get(series[0].workload, {}) if series else {}
         a = a_ns or float(params.get("par_ns", 9800))
         fits = lockmodel.fits_from_series(series, a, float(params.get("cs_ns", 0)))
@@ -376,7 +381,7 @@ def model_scaling(run_ref, up_to, output, store_url) -> None:
     if not groups:
         raise UserError(f"run {r['id']} has no measured points")
     for name, group in groups.items():
-        fits = scaling.series_fits(group)
+        fits = scaling.series_fits(group, r["plan"]["params"].get(group[0].workload, {}))
         _table_console().print(table.render(rows.scaling_table(group, fits, up_to)))
         for s in group:
             for f in fits[s.variant].values():

@@ -67,6 +67,25 @@ class Fit:
     rms_log_error: float
     note: str = ""
 
+    # What scaling's table and figure read of any fitted model.
+    model = "lock"
+
+    @property
+    def label(self) -> str:
+        return f"{self.params.kind} lock model"
+
+    def throughput(self, n) -> np.ndarray:
+        """Acquisitions per second of all n cores (n an array, as scaling's models take it)."""
+        return np.array([self.params.throughput(int(k)) for k in np.atleast_1d(n)], dtype=float)
+
+    def peak(self, up_to: int) -> float | None:
+        return self.params.collapse(up_to)
+
+    def describe(self) -> str:
+        p = self.params
+        return "; ".join(filter(None, [f"s {p.s:.0f} ns inside, c {p.c:.1f} ns a handoff, a {p.a:.0f} ns outside",
+                                       self.note]))
+
 
 def fit(cores: list[int], per_core: list[float], a: float, kind: Kind, s_min: float = 1e-3) -> Fit:
     """Least-squares s and c (on log throughput) for a measured per-core curve, with a known.
@@ -101,16 +120,19 @@ def fit(cores: list[int], per_core: list[float], a: float, kind: Kind, s_min: fl
     return Fit(params, tuple(int(c) for c in n), tuple(float(v) for v in y), rms, note)
 
 
+def fit_series(s, a: float, s_min: float = 1e-3) -> Fit | None:
+    """The model fitted to one analysis.Series (best trial per core count); None for a variant that
+    is not a lock the model knows (the pthread mutex)."""
+    kind = KIND_OF_VARIANT.get(base_variant(s.variant))
+    cells = s.ok_cells()
+    if kind is None or not cells:
+        return None
+    return fit([c.cores for c in cells], [c.best for c in cells], a, kind, s_min)
+
+
 def fits_from_series(series: list, a: float, s_min: float = 1e-3) -> dict[str, Fit]:
     """A fit per scale/lock variant the model knows, from analysis.Series (best trial per core count)."""
-    fits: dict[str, Fit] = {}
-    for s in series:
-        kind = KIND_OF_VARIANT.get(base_variant(s.variant))
-        cells = s.ok_cells()
-        if kind is None or not cells:
-            continue
-        fits[s.variant] = fit([c.cores for c in cells], [c.best for c in cells], a, kind, s_min)
-    return fits
+    return {s.variant: f for s in series if (f := fit_series(s, a, s_min)) is not None}
 
 
 def core_axis(up_to: int) -> list[int]:

@@ -27,6 +27,7 @@ class PerfControl:
         self.launcher = launcher
         self.proc_name = name
         self._ended = False
+        self._closed = False
         ctl, ack = workdir / f"{name}.ctl", workdir / f"{name}.ack"
         for fifo in (ctl, ack):
             os.mkfifo(fifo)
@@ -77,7 +78,11 @@ class PerfControl:
         self._ended = True
 
     def close(self) -> None:
-        """Ends perf and waits for it to write its output; closes the FIFOs."""
+        """Ends perf and waits for it to write its output; closes the FIFOs. Once: a second call
+        would close descriptor numbers that may since belong to another file."""
+        if self._closed:
+            return
+        self._closed = True
         self.end()
         if self.proc.poll() is None:
             with contextlib.suppress(subprocess.TimeoutExpired):

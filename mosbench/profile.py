@@ -250,7 +250,9 @@ class Recorder:
             self._switch(self.lock, "disable")
             self.locks_work = work - self._warmup_work
         if self.lock is not None:
-            self.lock.end()  # even disabled, armed tracepoints slow every contention: gone before the window
+            # Gone before the window: even disabled, armed tracepoints slow every contention, and perf
+            # writing its file at exit (reading kallsyms) took 7% of two CPUs' window here.
+            self.lock.close()
         self._switch(self.record, "enable")
         self._switch(self.stat, "enable")
 
@@ -360,6 +362,13 @@ class Profile:
         rows = [(c, r, r["wait_total_us"] / self.locks_work, r["contended"] / self.locks_work)
                 for c, r in self.locks.items()]
         return sorted(rows, key=lambda row: row[2], reverse=True)
+
+    def perf_share(self) -> float:
+        """perf's own share of the busy samples on the measured CPUs: what profiling took from them
+        that the samples can see (the sampling interrupt itself they cannot: `make bench-profile`)."""
+        busy = {k: n for k, n in self.stacks.items() if k.split(";", 1)[0] not in IDLE_COMMS}
+        ours = sum(n for k, n in busy.items() if k.split(";", 1)[0].startswith("perf"))
+        return ours / max(sum(busy.values()), 1)
 
     def leaf_comms(self) -> dict[str, str]:
         """For each function, the command whose samples it had most of its own time in."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy.optimize import OptimizeWarning, curve_fit
@@ -61,6 +62,17 @@ class ModelFit:
 
     def throughput(self, n) -> np.ndarray:
         return usl(n, self.lam, self.sigma, self.kappa)
+
+    @property
+    def label(self) -> str:
+        return "USL" if self.model == "usl" else "Amdahl"
+
+    def peak(self, up_to: int) -> float | None:
+        return self.peak_cores
+
+    def describe(self) -> str:
+        return f"cores {', '.join(map(str, self.measured))}; intervals from {self.rounds} resamples of the " \
+               f"{'trials' if self.ci_method == 'trials' else 'residuals'}"
 
     @property
     def peak_cores(self) -> float | None:
@@ -148,9 +160,20 @@ def curve_trials(cells) -> dict[int, list[float]]:
     return {c.cores: [v * c.cores for v in c.per_core] for c in cells if c.per_core}
 
 
-def series_fits(group) -> dict[str, dict[str, ModelFit | Refusal]]:
-    """Both models for each series (variant) of a test."""
-    return {s.variant: {m: fit(m, curve_trials(s.ok_cells())) for m in MODELS} for s in group}
+def series_fits(group, params: dict | None = None) -> dict[str, dict[str, Any]]:
+    """Amdahl's and the USL for each series (variant) of a test, and the models its workload has of
+    its own for it (scale/lock: the lock-collapse model), fitted with the run's parameters of that
+    workload: one place for every model fitted to a curve, drawn one way (plots.scaling_figure)."""
+    from mosbench.analysis import own_models
+
+    own = own_models(group[0], params) if group else {}
+    out: dict[str, dict[str, Any]] = {}
+    for s in group:
+        out[s.variant] = {m: fit(m, curve_trials(s.ok_cells())) for m in MODELS}
+        for name, fit_own in own.items():
+            if (f := fit_own(s)) is not None:
+                out[s.variant][name] = f
+    return out
 
 
 def prediction_band(f: ModelFit, cores: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:

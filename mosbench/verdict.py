@@ -142,7 +142,9 @@ def parts(c: Cell) -> dict[str, float]:
 
 
 def _fmt(us: float) -> str:
-    return f"{us:.3g} µs" if us < 1e4 else f"{us / 1e6:.3g} s"
+    """CPU time in the unit that suits it: a job's seconds, a request's µs."""
+    size = abs(us)
+    return f"{us / 1e6:.3g} s" if size >= 1e6 else f"{us / 1e3:.3g} ms" if size >= 1e3 else f"{us:.3g} µs"
 
 
 def _callers(prof: Profile, lock_function: str) -> list[str]:

@@ -120,7 +120,7 @@ def test_256_cores_are_checked_for_memory_and_open_files(monkeypatch):
     monkeypatch.setattr(postgres, "mem_available_mb", lambda: 24 * 1024.0)
     monkeypatch.setattr(postgres.resource, "getrlimit", lambda _: (20000, 20000))
     w.check_cores(_defaults(), 256)  # 256 backends, the default table and a 2 GB cache fit in 24 GB
-    with pytest.raises(UserError, match=r"postgres at 256 cores with 100000000 rows needs about 2\d\.\d GB "
+    with pytest.raises(UserError, match=r"postgres at 256 cores with 200000000 rows needs about 3\d\.\d GB "
                                         r"of memory \(256 backends.* 24\.0 GB available"):
         w.check_cores(dict(_defaults(), rows=200_000_000), 256)  # the paper's table twenty times over
     monkeypatch.setattr(postgres, "mem_available_mb", lambda: 4 * 1024.0)

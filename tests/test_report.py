@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from mosbench import analysis, lockmodel, store
+from mosbench import analysis, lockmodel, scaling, store
 from mosbench.lockmodel import LockParams
 from mosbench.report import html, plots, rows, table
 from tests.conftest import FIXTURES
@@ -44,20 +44,25 @@ def test_report_of_a_512_cpu_machine(tmp_path):
     out = html.write(db, [str(run)], tmp_path / "rep.html")
     text = out.read_text()
     files = tmp_path / "rep_files"
-    for stem in ("summary", "scale_lock", "scale_lock_model", "micro_open3", "scale_lock_samples"):
+    for stem in ("summary", "scale_lock", "scale_lock_scaling", "micro_open3", "scale_lock_samples"):
         assert (files / f"{stem}.png").stat().st_size > 1000 and (files / f"{stem}.svg").exists()
-    assert "Lock-collapse model" in text and "runner died" in text and "Failed points" in text
-    # Ten core counts: both scaling models fitted, drawn and tabled for each curve.
-    assert "Scaling models" in text and (files / "scale_lock_scaling.png").stat().st_size > 1000
+    assert "runner died" in text and "Failed points" in text
+    # Ten core counts: both scaling models fitted, drawn and tabled for each curve, and for scale/lock
+    # the lock-collapse model beside them, in the same table and figure.
+    assert "Scaling models" in text and "ticket lock model" in text and "scalable lock model" in text
     series = analysis.build_series(db.points(run))
+    group = analysis.group_by_test(series)["scale/lock"]
+    fits = scaling.series_fits(group, {"cs_ns": 200, "par_ns": 9800})
+    assert set(fits["stock"]) == {"amdahl", "usl", "lock"} and fits["stock"]["lock"].params.kind == "ticket"
+    model = rows.scaling_table(group, fits, 512)
+    peaks = {(v, m): p for v, m, p in zip(model.column("variant"), model.column("model"), model.column("peak at"),
+                                          strict=True)}
     # The fitted ticket lock collapses well inside 512 cores; the scalable one does not.
-    lock_series = [s for s in series if "lock_model" in analysis.figures_for(s)]
-    assert {s.variant for s in lock_series} == {"stock", "scalable"}
-    model = rows.lock_model_table(lockmodel.fits_from_series(lock_series, 9800, 200), 512)
-    collapse = dict(zip(model.column("lock"), model.column("collapse"), strict=True))
-    knee = int(collapse["stock"].removeprefix("at "))
-    assert 2 <= knee < 512 and collapse["scalable"] == "none"
-    assert f"<td class=\"\">at {knee}</td>" in text  # the same row in the HTML
+    knee = int(peaks[("stock", "ticket lock model")])
+    assert 2 <= knee < 512 and peaks[("scalable", "scalable lock model")] == "none"
+    assert knee == lockmodel.fits_from_series(group, 9800, 200)["stock"].params.collapse(512)
+    assert f"<td class=\"\">{knee}</td>" in text  # the same row in the HTML
+    assert "micro/open3" not in {s.name for s in series if analysis.own_models(s)}
     lock = {s.variant: s for s in series if s.name == "scale/lock"}
     assert lock["stock"].scalability()[0] < 0.05 < lock["scalable"].scalability()[0]
     summary = table.summary_table(series)

@@ -13,23 +13,12 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
-from mosbench import analysis, compare, lockmodel, profile, scaling, store, verdict
+from mosbench import analysis, compare, profile, scaling, store, verdict
 from mosbench.report import flamegraph, plots, rows
 
 ENV_KEYS = ("hostname", "kernel", "kernel_version", "kernel_cmdline", "arch", "cpu_model", "topology_summary",
             "memory_bytes", "governor", "thp", "thp_defrag", "smt_control", "virtualization", "mosbench_version",
             "mosbench_commit", "harness_scheduling")
-
-
-def _lock_model(group: list[analysis.Series], run: dict[str, Any], files: Path) -> dict[str, Any]:
-    """The lock-collapse model fitted to the measured locks, carried to 256 cores or the machine's size."""
-    params = run["plan"]["params"].get(group[0].workload, {})
-    fits = lockmodel.fits_from_series(group, float(params.get("par_ns", 9800)), float(params.get("cs_ns", 0)))
-    if not fits:
-        return {}
-    up_to = max(256, len(run["environment"]["topology"]["cpus"]))
-    svg = plots.save(plots.lock_model_figure(fits, up_to), files, "scale_lock_model")
-    return {"model": Markup(svg), "model_table": rows.lock_model_table(fits, up_to), "model_cores": up_to}
 
 
 def _profiles(group: list[analysis.Series], profiles: dict, files: Path, stem: str) -> list[dict[str, Any]]:
@@ -86,9 +75,7 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
         samples_svg = plots.save(samples_fig, files, f"{stem}_samples") if samples_fig else None
         section = {"name": name, "anchor": stem, "figure": Markup(svg),
                    "samples": Markup(samples_svg) if samples_svg else None}
-        if "lock_model" in analysis.figures_for(group[0]):
-            section.update(_lock_model(group, runs[0], files))
-        fits = scaling.series_fits(group)
+        fits = scaling.series_fits(group, runs[0]["plan"].get("params", {}).get(group[0].workload, {}))
         section["scaling_table"] = rows.scaling_table(group, fits, up_to)
         if fig := plots.scaling_figure(group, fits, up_to):
             section["scaling"] = Markup(plots.save(fig, files, f"{stem}_scaling"))

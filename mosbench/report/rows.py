@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from mosbench.analysis import Series, group_by_test, rate_scale
 
 
@@ -187,10 +189,16 @@ def extrapolation_counts(measured_max: int, up_to: int) -> list[int]:
     return [n for n in sorted({48, 96, up_to}) if measured_max < n <= up_to]
 
 
+def _total_at(f, n: int) -> float:
+    """A fitted model's total throughput at n cores."""
+    return float(np.atleast_1d(f.throughput(n))[0])
+
+
 def scaling_table(group: list[Series], fits: dict, up_to: int) -> TableModel:
-    """Each curve's Amdahl and USL fits: parameters with their 95% bootstrap intervals, the predicted
-    peak, per-core throughput carried past the measured cores, or why a model was refused."""
-    from mosbench.scaling import ModelFit
+    """Each curve's fitted models (Amdahl, the USL, the workload's own): parameters with their 95%
+    bootstrap intervals where the model has them, the predicted peak, per-core throughput carried past
+    the measured cores, or why a model was refused."""
+    from mosbench.scaling import ModelFit, Refusal
 
     first = group[0]
     factor, per = rate_scale(first)
@@ -208,17 +216,18 @@ def scaling_table(group: list[Series], fits: dict, up_to: int) -> TableModel:
 
     for s in group:
         for model, f in fits[s.variant].items():
-            name = "USL" if model == "usl" else "Amdahl"
-            if not isinstance(f, ModelFit):
+            if isinstance(f, Refusal):
+                name = "USL" if model == "usl" else "Amdahl"
                 t.add([s.variant, name, "–", "–", "–", "–", *("–" for _ in counts), "–", f"refused: {f.reason}"])
                 continue
-            peak = f.peak_cores
-            t.add([s.variant, name, si(f.lam * factor), interval(f, "sigma", f.sigma, ".3g"),
-                   interval(f, "kappa", f.kappa, ".2g") if model == "usl" else "–",
-                   interval(f, "peak", peak, ".0f") if peak else "none",
-                   *(si(float(f.throughput(n)) / n * factor) for n in counts), f"{f.rms_log_error:.1%}",
-                   f"cores {', '.join(map(str, f.measured))}; intervals from {f.rounds} resamples of the "
-                   f"{'trials' if f.ci_method == 'trials' else 'residuals'}"])
+            peak = f.peak(up_to)
+            fitted = isinstance(f, ModelFit)
+            t.add([s.variant, f.label, si(_total_at(f, 1) * factor),
+                   interval(f, "sigma", f.sigma, ".3g") if fitted else "–",
+                   interval(f, "kappa", f.kappa, ".2g") if fitted and model == "usl" else "–",
+                   (interval(f, "peak", peak, ".0f") if fitted else f"{peak:.0f}") if peak else "none",
+                   *(si(_total_at(f, n) / n * factor) for n in counts), f"{f.rms_log_error:.1%}",
+                   f.describe()])
         t.breaks.add(len(t.rows) - 1)
     return t
 
@@ -311,6 +320,7 @@ def profile_table(name: str, variant: str, unit: str, low_cores: int, high_cores
         t.add([f"[{k}]", "PMU", si(a), si(b), "–" if a is None or b is None else f"{b - a:+.3g}"])
     if not hw_high and high.pmu_absent:
         t.add(["[hardware counters]", "", "absent", "absent", high.pmu_absent])
+    t.add(["[perf itself]", "perf", f"{low.perf_share():.1%}", f"{high.perf_share():.1%}", "of the busy samples"])
     return t
 
 

@@ -20,6 +20,7 @@ import math
 import shutil
 import tempfile
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -221,6 +222,11 @@ class Workload(ABC):
     def figures_for(self, test: str) -> tuple[str, ...]:
         """Figures of the workload's own for a test, by name (the report draws each it knows)."""
         return ()
+
+    def models_for(self, test: str, params: dict[str, Any]) -> dict[str, Callable[[Any], Any]]:
+        """Scaling models of the workload's own for a test, beside Amdahl's and the USL: name → a
+        function from a measured series to a fit (scaling.Fitted) or None where it does not apply."""
+        return {}
 
 
 def mem_available_mb() -> float:

@@ -80,8 +80,14 @@ class Scale(Workload):
             if params[name] < least:
                 raise UserError(f"scale needs {name} >= {least} (got {params[name]})")
 
-    def figures_for(self, test: str) -> tuple[str, ...]:
-        return ("lock_model",) if test == "lock" else ()
+    def models_for(self, test: str, params: dict[str, Any]) -> dict[str, Any]:
+        """scale/lock: the lock-collapse model, with a the run's par_ns and s no less than its cs_ns."""
+        if test != "lock":
+            return {}
+        from mosbench import lockmodel
+
+        a, s_min = float(params.get("par_ns", 9800)), float(params.get("cs_ns", 0))
+        return {"lock": lambda series: lockmodel.fit_series(series, a, s_min)}
 
     def start(self, ctx: PointContext) -> Instance:
         params: dict[str, Any] = {p.name: int(ctx.params[p.name]) for p in self.params}
