@@ -21,7 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
 # (selection, variant): one run each, so each names its own workload's variant.
-TESTS = [("micro/getppid1", "procs"), ("micro/open1", "procs"), ("memcached", "per-core")]
+TESTS = [tuple(t.split(":")) for t in os.environ.get(
+    "TESTS", "micro/getppid1:procs,micro/open1:procs,memcached:per-core").split(",")]
 WARMUP, DURATION = 1, 3
 
 

@@ -1,6 +1,6 @@
 """Where a point's CPU time went: perf's samples over the window, folded into stacks, per unit of work.
 
-`perf record -e cpu-clock -F 997 -g -C <the point's CPUs>` samples every task on the measured CPUs
+`perf record -e cpu-clock -F 499 -g -C <the point's CPUs>` samples every task on the measured CPUs
 (kernel and user frames, idle included) and is enabled over exactly the measurement window through
 its control FIFO, never the warm-up. Each sample stands for one sampling period of CPU time on one
 CPU (cpu-clock is a timer: the same meaning on a VM without a PMU and on bare metal). The samples
@@ -33,7 +33,7 @@ from mosbench.perfctl import PerfControl
 from mosbench.processes import Launcher
 
 EVENT = "cpu-clock"
-FREQUENCY = 997  # Hz a CPU; off the round numbers so the sampling never runs in step with a periodic timer
+FREQUENCY = 499  # Hz a CPU (997 cost a 250 ns system call 6%); prime, so it never runs in step with a timer
 # Samples a point may take: past it the frequency falls (256 CPUs over a 5 s window: 390 Hz), so that
 # perf script folds any point in seconds. Never below MIN_FREQUENCY.
 SAMPLE_BUDGET = 500_000
@@ -52,6 +52,14 @@ MAX_LOCKS = 20
 LOCK_ROW = re.compile(r"^\s*(\d+)\s+([\d.]+ [mun]?s)\s+([\d.]+ [mun]?s)\s+([\d.]+ [mun]?s)\s+(.+?)\s{2,}(\S.*?)\s*$")
 LOCK_FRAME = re.compile(r"^\s+0x[0-9a-f]+\s+(\S+)")
 UNIT_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
+# A kernel built with CONFIG_LOCK_STAT: where the lock tracepoints are missing (before Linux 5.19) its
+# per-class statistics stand in, cleared as the warm-up starts and read as it ends (machine-wide).
+LOCK_STAT = Path("/proc/lock_stat")
+LOCK_STAT_ON = Path("/proc/sys/kernel/lock_stat")
+# "class name: con-bounces contentions waittime-min -max -total -avg acq-bounces acquisitions ..." (µs)
+LOCK_STAT_ROW = re.compile(r"^\s*(\S.*?):\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)"
+                           r"\s+(\d+)\s+(\d+)")
+LOCK_STAT_SITE = re.compile(r"^\s*(\S.*?)\s+(\d+)\s+\[<[0-9a-f]+>\]\s+(\S+)")
 
 
 @functools.cache
@@ -183,6 +191,34 @@ def parse_locks(text: str, keep: int = MAX_LOCKS) -> list[dict[str, Any]]:
     return sorted(locks, key=lambda lock: lock["wait_total_us"], reverse=True)[:keep]
 
 
+def parse_lock_stat(text: str, keep: int = MAX_LOCKS) -> list[dict[str, Any]]:
+    """/proc/lock_stat: each lock class that was contended, with its waits and the call sites that
+    contended it (its site lines name the lock without the -R/-W suffix), as perf lock's records are."""
+    def base(name: str) -> str:
+        return name.removesuffix("-R").removesuffix("-W")
+
+    locks: list[dict[str, Any]] = []
+    group: list[dict[str, Any]] = []  # a class's rows (its -W and -R), which the site lines after them share
+    for line in text.splitlines():
+        if m := LOCK_STAT_ROW.match(line):
+            row = {"caller": m[1].strip(), "type": "lock_stat", "contended": int(m[3]),
+                   "wait_total_us": float(m[6]), "wait_max_us": float(m[5]), "stack": []}
+            group = [*group, row] if group and base(group[-1]["caller"]) == base(row["caller"]) else [row]
+            locks.append(row)
+        elif group and (site := LOCK_STAT_SITE.match(line)) and site[1].strip() == base(group[-1]["caller"]):
+            for row in group:
+                row["stack"].append(site[3])
+    contended = [lock for lock in locks if lock["contended"]]
+    return sorted(contended, key=lambda lock: lock["wait_total_us"], reverse=True)[:keep]
+
+
+def lock_stat_usable() -> bool:
+    """/proc/lock_stat is there and collecting (mosbench never switches kernel.lock_stat on itself)."""
+    with contextlib.suppress(OSError):
+        return LOCK_STAT.exists() and LOCK_STAT_ON.read_text().strip() == "1"
+    return False
+
+
 def parse_pmu(text: str) -> dict[str, float]:
     """perf stat -x, counts by event; a counter perf could not read is left out."""
     counts = {}
@@ -213,6 +249,8 @@ class Recorder:
         self.locks_data = workdir / "perf-lock.data"
         self.lock: PerfControl | None = None
         self.locks_absent = locks_unavailable()
+        self.lock_stat = self.locks_absent is not None and lock_stat_usable()
+        self._lock_stat_text: str | None = None
         if not self.locks_absent:
             try:
                 self.lock = PerfControl(launcher, group, ["perf", "lock", "record", *RECORD_OPTIONS, "-C", cpus_arg,
@@ -243,12 +281,20 @@ class Recorder:
         quarters of its throughput to them here), and contentions per unit are a property of the
         code path, the same in both."""
         self._switch(self.lock, "enable")
+        if self.lock is None and self.lock_stat:
+            try:
+                LOCK_STAT.write_text("0\n")  # clears every class's statistics
+            except OSError as e:
+                self.lock_stat, self.locks_absent = False, f"cannot clear {LOCK_STAT}: {e}"
         self._warmup_work = work
 
     def window_begins(self, work: float) -> None:
-        if self.lock is not None and self._warmup_work is not None:
+        if (self.lock is not None or self.lock_stat) and self._warmup_work is not None:
             self._switch(self.lock, "disable")
             self.locks_work = work - self._warmup_work
+        if self.lock is None and self.lock_stat and self._warmup_work is not None:
+            with contextlib.suppress(OSError):
+                self._lock_stat_text = LOCK_STAT.read_text(errors="replace")
         if self.lock is not None:
             # Gone before the window: even disabled, armed tracepoints slow every contention, and perf
             # writing its file at exit (reading kallsyms) took 7% of two CPUs' window here.
@@ -283,6 +329,9 @@ class Recorder:
         return profile
 
     def _locks(self) -> dict[str, Any]:
+        if self.lock is None and self._lock_stat_text is not None and self.locks_work > 0:
+            return {"locks": parse_lock_stat(self._lock_stat_text), "locks_work": self.locks_work,
+                    "locks_source": f"{LOCK_STAT} (machine-wide, the warm-up)"}
         if self.lock is None:
             return {"locks_absent": self.locks_absent}
         if self.locks_work <= 0:

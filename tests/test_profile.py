@@ -160,3 +160,42 @@ def test_the_sampling_frequency_keeps_a_big_machine_within_its_budget():
     assert profile.frequency_for(2, 2.0) == profile.FREQUENCY
     assert profile.frequency_for(256, 5.0) == 390
     assert profile.frequency_for(4096, 3600.0) == profile.MIN_FREQUENCY
+
+
+# /proc/lock_stat as Documentation/locking/lockstat.rst lays it out (version 0.4; times in µs).
+LOCK_STAT = """\
+lock_stat version 0.4
+-----------------------------------------------------------------------------------------------------
+                              class name    con-bounces    contentions   waittime-min   waittime-max \
+waittime-total   waittime-avg    acq-bounces   acquisitions   holdtime-min   holdtime-max holdtime-total   holdtime-avg
+-----------------------------------------------------------------------------------------------------
+
+                         &mm->mmap_lock-W:            46             84           0.26         939.10 \
+      16371.53         194.90          47291        2922365           0.16     2220301.69 17464026916.32        5975.99
+                         &mm->mmap_lock-R:            39            100           0.15        1182.96 \
+      19279.12         192.79          67186        2734522           0.11     2220261.74 17464026916.32        6389.39
+                         ---------------
+                           &mm->mmap_lock  1  [<ffffffff811502a7>] khugepaged_scan_mm_slot+0x57/0x280
+                           &mm->mmap_lock  96  [<ffffffff815351c4>] __do_page_fault+0x1d4/0x510
+                         ---------------
+.............................................................................................................
+
+                              unix_table_lock:           110            112           0.21          49.24 \
+        163.91           1.46          21094          66312           0.12         624.42       31589.81           0.48
+                              ---------------
+                              unix_table_lock             45          [<ffffffff8150ad8e>] unix_create1+0x16e/0x1b0
+                   &files->file_lock:             0              0           0.00           0.00 \
+          0.00           0.00             10            400           0.10           1.00          20.00           0.05
+                              ---------------
+                              unix_table_lock             45          [<ffffffff8150ad8e>] unix_create1+0x16e/0x1b0
+"""
+
+
+def test_lock_stat_stands_in_for_the_tracepoints_where_the_kernel_keeps_it():
+    locks = profile.parse_lock_stat(LOCK_STAT)
+    assert [(lock["caller"], lock["contended"], lock["wait_total_us"]) for lock in locks] == [
+        ("&mm->mmap_lock-R", 100, 19279.12), ("&mm->mmap_lock-W", 84, 16371.53), ("unix_table_lock", 112, 163.91)]
+    assert locks[1]["stack"] == ["khugepaged_scan_mm_slot+0x57/0x280", "__do_page_fault+0x1d4/0x510"]
+    assert locks[2]["stack"] == ["unix_create1+0x16e/0x1b0"]  # the uncontended class after it takes none
+    prof = profile.Profile.of_points([_point(2, {"m;a": 1}, 100.0, locks=locks, locks_work=1000.0)])
+    assert prof.lock_waits()[0][0] == "&mm->mmap_lock-R" and prof.lock_waits()[0][2] == pytest.approx(19.27912)
