@@ -62,29 +62,30 @@ LOCK_STAT_ROW = re.compile(r"^\s*(\S.*?):\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\
 LOCK_STAT_SITE = re.compile(r"^\s*(\S.*?)\s+(\d+)\s+\[<[0-9a-f]+>\]\s+(\S+)")
 
 
+def _refusal(argv: list[str], what: str) -> str | None:
+    """Runs a short perf probe: None where it worked, else what perf said (one line)."""
+    if not shutil.which("perf"):
+        return "perf is not installed (Debian: linux-perf)"
+    probe = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    if probe.returncode == 0:
+        return None
+    said = [line for line in probe.stderr.strip().splitlines() if line.strip()]
+    return f"{what}: {said[-1] if said else f'status {probe.returncode}'}"
+
+
 @functools.cache
 def unavailable() -> str | None:
     """Why this machine cannot be profiled, or None."""
-    if not shutil.which("perf"):
-        return "perf is not installed (Debian: linux-perf)"
-    probe = subprocess.run(["perf", "record", *RECORD_OPTIONS, "-e", EVENT, "-F", str(FREQUENCY), "-g", "-a",
-                            "-o", os.devnull, "--", "true"], capture_output=True, text=True, timeout=60)
-    if probe.returncode != 0:
-        said = [line for line in probe.stderr.strip().splitlines() if line.strip()]
-        return f"perf record cannot sample the CPUs: {said[0] if said else f'status {probe.returncode}'}"
-    return None
+    return _refusal(["perf", "record", *RECORD_OPTIONS, "-e", EVENT, "-F", str(FREQUENCY), "-g", "-a",
+                     "-o", os.devnull, "--", "true"], "perf record cannot sample the CPUs")
 
 
 @functools.cache
 def locks_unavailable() -> str | None:
     """Why kernel lock contention cannot be traced here (perf lock needs the lock:contention_begin
     tracepoints, Linux 5.19 on), or None."""
-    probe = subprocess.run(["perf", "lock", "record", *RECORD_OPTIONS, "-a", "-o", os.devnull, "--", "true"],
-                           capture_output=True, text=True, timeout=60)
-    if probe.returncode != 0:
-        said = [line for line in probe.stderr.strip().splitlines() if line.strip()]
-        return f"perf lock cannot trace lock contention: {said[-1] if said else f'status {probe.returncode}'}"
-    return None
+    return _refusal(["perf", "lock", "record", *RECORD_OPTIONS, "-a", "-o", os.devnull, "--", "true"],
+                    "perf lock cannot trace lock contention")
 
 
 @functools.cache

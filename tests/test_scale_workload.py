@@ -42,7 +42,8 @@ def test_sweep_report_and_model(tmp_path):
     out = tmp_path / "r.html"
     rep = mosbench("report", "latest", "-o", str(out), "--store", str(db))
     assert rep.returncode == 0, rep.stderr
-    assert "Lock-collapse model" in out.read_text()
+    text = out.read_text()  # the lock model with Amdahl and the USL, in the one scaling table
+    assert "ticket lock model" in text and "scalable lock model" in text and "Scaling models" in text
     model = mosbench("model", "lock", "--cores", "64", "--store", str(db))
     assert model.returncode == 0 and "ticket" in model.stdout and "scalable" in model.stdout, model.stderr
 
