@@ -253,10 +253,12 @@ def scaling_figure(group: list[Series], fits: dict, up_to: int) -> Figure | None
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="lower left", framealpha=0.85)
-    own = sorted({f.label for by_model in fits.values() for m, f in by_model.items()
-                  if m not in ("usl", "amdahl") and not isinstance(f, Refusal)})
-    ax.set_title(f"{group[0].name}: Amdahl and USL fits{', ' + ', '.join(own) if own else ''}, "
-                 "95% band shaded", fontsize=10)
+    drawn = {(m, f.label) for by_model in fits.values() for m, f in by_model.items() if not isinstance(f, Refusal)}
+    models = {m for m, _ in drawn}
+    labels = [label for m in ("amdahl", "usl") for n, label in drawn if n == m] + sorted(
+        {label for m, label in drawn if m not in ("amdahl", "usl")})
+    ax.set_title(f"{group[0].name}: {', '.join(dict.fromkeys(labels))} fitted"
+                 + (", 95% band shaded" if "usl" in models else ""), fontsize=10)
     return fig
 
 
