@@ -232,7 +232,8 @@ def parse_pmu(text: str) -> dict[str, float]:
 
 
 class Recorder:
-    """perf record (and, with a PMU, perf stat) on the point's CPUs, enabled over the window alone."""
+    """perf on the point's CPUs: samples (and, with a PMU, counts) over the window, kernel lock
+    contention over the warm-up."""
 
     def __init__(self, launcher: Launcher, group: Group, cpus: tuple[int, ...], workdir: Path, window_s: float):
         self.launcher = launcher
