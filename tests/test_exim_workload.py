@@ -110,7 +110,9 @@ def test_both_variants_deliver_every_accepted_message_once(tmp_path, monkeypatch
         assert p["status"] == "ok", p.get("reason")
         m = p["metrics"]
         assert m["client_errors"] == 0 and m["client_lost"] == 0 and m["client_sessions"] == 8
-        assert p["work"] > 10 and m["messages_checked"] >= p["work"]
+        # How many is the machine's moment (a stalled VM delivered 4 in the 1 s window once); that every
+        # one delivered was found in its mailbox is the workload's.
+        assert p["work"] >= 1 and m["messages_checked"] >= p["work"]
         assert 0 < m["latency_p50_us"] <= m["latency_p99_us"] and m["connection_p50_us"] > m["latency_p50_us"]
         assert isinstance(m["deliveries_lag"], bool) and "queue_growth" in m
     assert _trusted_lines() == before
