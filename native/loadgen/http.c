@@ -4,7 +4,8 @@
  * Each connection slot repeatedly connects, sends a GET, reads the whole response and checks it
  * (status 200, Content-Length and body of the expected size), then, by default, waits for the
  * server to close and opens a new connection for the next request: one connection per request, as
- * the paper ran Apache. With --keepalive a slot keeps its connection for every request. Slots are
+ * the paper ran Apache. With --keepalive a slot keeps its connection for every request (one the
+ * server lets go before answering is opened again and the request resent; "sent" counts both). Slots are
  * spread evenly over the ports and over the threads (a thread per load-generator CPU, one epoll set
  * each). A request not answered within --timeout-ms is lost and its connection reset.
  */
@@ -34,6 +35,7 @@ struct conn {
 	uint64_t started_ns;	/* the request's start: its connect, or its send on a kept connection */
 	size_t sent;
 	size_t have;
+	int reused;		/* a kept connection that has answered before */
 	char buf[BUF_SIZE];
 };
 
@@ -57,6 +59,7 @@ static int reconnect(struct load_thread *t, struct conn *c)
 		close(c->fd);	/* also leaves the epoll set */
 	c->started_ns = load_now_ns();
 	c->sent = c->have = 0;
+	c->reused = 0;
 	c->state = CONNECTING;
 	c->fd = load_tcp_connect(t, c->port, c);
 	return c->fd < 0 ? -1 : 0;
@@ -68,9 +71,20 @@ static int start_request(struct load_thread *t, const struct httpload *h, struct
 		return reconnect(t, c);
 	c->started_ns = load_now_ns();
 	c->sent = c->have = 0;
+	c->reused = 1;
 	c->state = SENDING;
 	load_watch(t, c->fd, c, EPOLLOUT);
 	return 0;
+}
+
+/*
+ * A server may let an idle kept connection go at any moment (Apache's event MPM does when it is busy);
+ * a request sent on it as it closed gets no byte of an answer. Such a GET is sent again on a new
+ * connection, as RFC 9112 (9.3.1) allows; a connection that closes mid-answer is still a failure.
+ */
+static int closed_unanswered(const struct conn *c)
+{
+	return c->reused && c->have == 0 && c->state != DRAINING;
 }
 
 /* A complete response in c->buf: 1, incomplete: 0, malformed or wrong: -1 (after failing the run). */
@@ -136,6 +150,8 @@ static int on_event(struct load_thread *t, const struct httpload *h, struct conn
 		if (n < 0) {
 			if (errno == EAGAIN)
 				return 0;
+			if ((errno == EPIPE || errno == ECONNRESET) && closed_unanswered(c))
+				return reconnect(t, c);
 			load_fail(&t->run->stats, NAME ": send to port %u: %s", c->port, strerror(errno));
 			return -1;
 		}
@@ -159,12 +175,16 @@ static int on_event(struct load_thread *t, const struct httpload *h, struct conn
 				return 0;
 			if (errno == ECONNRESET && c->state == DRAINING)
 				return start_request(t, h, c);
+			if (errno == ECONNRESET && closed_unanswered(c))
+				return reconnect(t, c);
 			load_fail(&t->run->stats, NAME ": recv from port %u: %s", c->port, strerror(errno));
 			return -1;
 		}
 		if (n == 0) {
 			if (c->state == DRAINING)	/* the server closed: the next request gets a new connection */
 				return start_request(t, h, c);
+			if (closed_unanswered(c))
+				return reconnect(t, c);
 			load_fail(&t->run->stats, NAME ": port %u closed the connection mid-response", c->port);
 			return -1;
 		}

@@ -4,7 +4,8 @@
 # answered, none lost (2 s time-outs, 80 requests in flight: nothing overflows), no error; a port
 # with no server is a clear failure, a bad flag exit 2.
 # Then each build of mosbench-httpload against Python's http.server: every response checked, the
-# wrong body length and an error status each a clear failure.
+# wrong body length and an error status each a clear failure; and against a server that drops kept
+# connections unanswered (fake_http_dropper.py): each such request sent again, nothing failed.
 # Then each build of mosbench-smtpload against a fake SMTP server (fake_smtp.py) that records what
 # it accepted: the client's ledger must match it message for message; a rejection is a clear failure.
 # usage: run.sh TEST_HIST... -- MEMLOAD... -- HTTPLOAD... -- SMTPLOAD...
@@ -45,6 +46,22 @@ if "${httploads[0]}" --ports "$hport" --cpus 0 --path /missing --duration 1 > "$
     echo "httpload: a 404 passed" >&2; exit 1
 fi
 grep -q "answered 'HTTP/1.0 404" "$hout" || { echo "httpload: unclear 404 failure: $(cat "$hout")" >&2; exit 1; }
+# A server that lets kept connections go unanswered after 3 requests: each request is sent again on a
+# new connection, nothing fails.
+dport=$(free_tcp_port)
+python3 "$(dirname "$0")/fake_http_dropper.py" "$dport" 3 &
+dropper=$!
+trap 'kill "$httpd" "$dropper" 2>/dev/null; wait "$httpd" "$dropper" 2>/dev/null; rm -rf "$web"' EXIT
+for i in $(seq 50); do python3 -c "import socket; socket.create_connection(('127.0.0.1', $dport))" 2>/dev/null && break; sleep 0.1; done
+for bin in "${httploads[@]}"; do
+    "$bin" --ports "$dport" --cpus 0 --connections-per-port 2 --keepalive --expect-bytes 300 --warmup 0.2 \
+        --duration 1 > "$hout"
+    read -r done lost errors < <(sed -n 's/.*done=\([0-9]*\) lost=\([0-9]*\) errors=\([0-9]*\).*/\1 \2 \3/p' "$hout")
+    [[ ${done:-0} -gt 20 && $lost -eq 0 && $errors -eq 0 ]] || { echo "$bin (dropped connections): $(cat "$hout")" >&2; exit 1; }
+    echo "$bin against dropped kept connections: $(cat "$hout")"
+done
+kill "$dropper" 2>/dev/null; wait "$dropper" 2>/dev/null || true
+trap 'kill "$httpd" 2>/dev/null; wait "$httpd" 2>/dev/null; rm -rf "$web"' EXIT
 rm -f "$hout"
 
 here=$(dirname "$0")
