@@ -113,7 +113,10 @@ def test_both_variants_deliver_every_accepted_message_once(tmp_path, monkeypatch
         # How many is the machine's moment (a stalled VM delivered 4 in the 1 s window once); that every
         # one delivered was found in its mailbox is the workload's.
         assert p["work"] >= 1 and m["messages_checked"] >= p["work"]
-        assert 0 < m["latency_p50_us"] <= m["latency_p99_us"] and m["connection_p50_us"] > m["latency_p50_us"]
+        assert 0 < m["latency_p50_us"] <= m["latency_p99_us"]
+        # A connection carries ten messages: where none ended inside the 1 s window (stock Exim at
+        # 8 messages/s, seen inside the full suite) there is no connection time to compare.
+        assert m["connection_p50_us"] > m["latency_p50_us"] or (m["connection_p50_us"] == 0 and p["work"] < 80)
         assert isinstance(m["deliveries_lag"], bool) and "queue_growth" in m
     assert _trusted_lines() == before
 
