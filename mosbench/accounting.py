@@ -50,6 +50,18 @@ def read_proc_stat(path: Path = Path("/proc/stat")) -> dict[int, CpuTimes]:
     return parse_proc_stat(path.read_text())
 
 
+def busy_by_cpu(before: dict[int, CpuTimes], after: dict[int, CpuTimes]) -> dict[str, float]:
+    """Busy seconds (all but idle, iowait and steal) of each CPU online at both ends, keyed by its number
+    as text (the form JSON keeps); CPUs that did nothing are left out."""
+    busy: dict[str, float] = {}
+    for cpu in sorted(before.keys() & after.keys()):
+        d = after[cpu] - before[cpu]
+        seconds = d.user + d.nice + d.system + d.irq + d.softirq
+        if seconds > 0:
+            busy[str(cpu)] = round(seconds, 3)
+    return busy
+
+
 def shares(user: float, system: float, idle: float, steal: float) -> tuple[float, float, float]:
     """(busy, idle, steal) as shares of all the measured CPUs' time; they add up to 1.
 

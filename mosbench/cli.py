@@ -406,6 +406,76 @@ def doctor() -> None:
     console.print(t)
 
 
+@cli.command()
+@click.option("--shape", default="4x8x2", show_default=True,
+              help="Guest topology SOCKETSxCORESxTHREADS (4x8x2: 64 vCPUs).")
+@click.option("--nodes", type=click.IntRange(1, 64), default=None, help="NUMA nodes (default: one per socket).")
+@click.option("--memory", "memory_mb", type=click.IntRange(512), default=None,
+              help="Guest memory in MiB (default: 128 a vCPU, at least 2048).")
+@click.option("--cgroup", "cgroup_version", type=click.Choice(["1", "2"]), default="2", show_default=True,
+              help="The guest's cgroup hierarchy (the guest kernel's command line chooses it).")
+@click.option("--suite", type=click.Choice(["ci", "full"]), default="ci", show_default=True,
+              help="ci: every isolation and placement path at full size, fewest points; full: every "
+                   "workload at every core count of the default series, both isolations and placements.")
+@click.option("--timeout", "timeout_min", type=click.FloatRange(1), default=None,
+              help="Minutes before the guest is stopped (default: 20 for ci, 240 for full).")
+@store_option
+def vm(shape, nodes, memory_mb, cgroup_version, suite, timeout_min, store_url) -> None:
+    """Boot this machine's userland in a many-core guest (QEMU), sweep every path there, check what only a
+    big machine can fail, and keep the guest's runs in this store. Throughput there is not a performance
+    figure: the vCPUs far outnumber this machine's CPUs."""
+    from mosbench import vm as guest_vm
+
+    _recover()
+    want = guest_vm.parse_shape(shape, nodes, memory_mb)
+    missing = guest_vm.missing_tools()
+    if missing:
+        raise UserError("cannot boot a guest: missing " + "; ".join(missing))
+    db = store.Store(store_url)
+    version = int(cgroup_version)
+    guest = guest_vm.Guest(want, version)
+    limit_s = 60 * (timeout_min or (20 if suite == "ci" else 240))
+    console.print(f"guest: {want.describe()}, cgroup v{version}, {'KVM' if guest.kvm else 'emulated (TCG)'}, "
+                  f"kernel {guest.kernel.name}; suite {suite}, stopped after {limit_s / 60:.0f} min",
+                  markup=False)
+    imported: list[int] = []
+    outcome: dict = {}
+
+    def show(line: str, elapsed: float) -> None:
+        minutes, seconds = divmod(int(elapsed), 60)
+        console.print(f"[{minutes:3d}:{seconds:02d}] {line}", markup=False, highlight=False)
+
+    def keep(share: Path) -> None:
+        import json
+
+        outcome.update(json.loads((share / "outcome.json").read_text()) if (share / "outcome.json").exists() else {})
+        guest_store = share / "guest.sqlite"
+        if not guest_store.exists():
+            return
+        source = store.Store(str(guest_store))
+        facts = guest_vm.environment_facts(want, guest, version, len(os.sched_getaffinity(0)))
+        for r in source.list_runs():
+            imported.append(db.import_run(source, r["id"], virtual_machine=facts))
+        source.engine.dispose()
+
+    def guest_command(share: Path) -> str:
+        return shlex.join([sys.executable, "-m", "mosbench.vmguest", "--share", str(share), "--suite", suite,
+                           "--shape", shape, "--nodes", str(want.nodes), "--cgroup", cgroup_version])
+
+    result = guest.run(guest_command, limit_s, show, keep)
+    for s in outcome.get("steps", []):
+        console.print(f"{'ok    ' if s['returncode'] == 0 else 'FAILED'} {s['name']} ({s['seconds']:.0f} s)",
+                      markup=False)
+    if imported:
+        console.print(f"kept the guest's runs as {', '.join(map(str, imported))} in {db.url}", markup=False)
+    if result.timed_out:
+        raise UserError(f"the guest did not finish within {limit_s / 60:.0f} min and was stopped")
+    if not outcome.get("steps"):
+        raise UserError(f"the guest ended (exit {result.returncode}) before its first step")
+    if any(s["returncode"] for s in outcome["steps"]) or outcome["steps"][-1]["name"] != "checks":
+        sys.exit(EXIT_POINTS_FAILED)
+
+
 def main() -> None:
     try:
         _main()

@@ -231,6 +231,21 @@ class Store:
                                 .order_by(runs.c.id)).mappings().all()
         return [_row(r) for r in rows]
 
+    def import_run(self, source: Store, run_id: int, **environment: Any) -> int:
+        """Copies run_id of another store (a guest's) into this one as a new run, every column of its
+        points kept; environment adds facts to the copy's (where it ran)."""
+        run = source.run(run_id)
+        env = {**run["environment"], **environment}
+        with self._reaching(), self.engine.begin() as conn:
+            new_id = int(conn.execute(runs.insert().values(
+                label=run["label"], status=run["status"], started_at=run["started_at"],
+                finished_at=run["finished_at"], hostname=run["hostname"], command=run["command"],
+                plan=run["plan"], environment=env)).inserted_primary_key[0])
+            for p in source.points(run_id, with_logs=True, with_profiles=True):
+                conn.execute(points.insert().values(**{**{k: v for k, v in p.items() if k != "id"},
+                                                       "run_id": new_id}))
+        return new_id
+
     # Points
 
     def add_point(self, run_id: int, **values: Any) -> None:

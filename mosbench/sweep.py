@@ -332,9 +332,12 @@ def measure(inst: Instance, kind: str, win: Window, group: Group, cpus: tuple[in
     if lg0 and lg1:
         values["loadgen_user_s"] = lg1[0] - lg0[0]
         values["loadgen_system_s"] = lg1[1] - lg0[1]
+    # Where the window's CPU time went, every CPU (not only the point's): shows a point ran where it should.
+    metrics: dict[str, Any] = {"cpu_busy_s": accounting.busy_by_cpu(stat0, stat1)}
     if s1.per_task and s0.per_task:
         per_task = [(a - b) / window for a, b in zip(s1.per_task, s0.per_task, strict=False)]
-        values["metrics"] = {"per_task_min": min(per_task), "per_task_max": max(per_task)}
+        metrics.update(per_task_min=min(per_task), per_task_max=max(per_task))
+    values["metrics"] = metrics
     return values
 
 

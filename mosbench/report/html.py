@@ -97,6 +97,7 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
             "started": r["started_at"].strftime("%Y-%m-%d %H:%M:%S"),
             "finished": r["finished_at"].strftime("%Y-%m-%d %H:%M:%S") if r["finished_at"] else "",
             "env": {k: r["environment"].get(k) for k in ENV_KEYS},
+            "vm": r["environment"].get("virtual_machine"),
             "plan": json.dumps(r["plan"], indent=1),
             "details": json.dumps({k: v for k, v in r["environment"].items() if k not in ENV_KEYS and k != "topology"},
                                   indent=1, sort_keys=True),

@@ -1,0 +1,105 @@
+"""The many-core guest's host side without booting one: its shape, QEMU's command line, the kernel it
+picks, the import of its runs and the report's word on them. (tests/test_manycore.py boots one.)"""
+
+from __future__ import annotations
+
+import pytest
+
+from mosbench import accounting, vm
+from mosbench.errors import UserError
+from mosbench.report import html
+from mosbench.store import Store
+
+
+def test_the_default_shape_is_the_issue_s_64_vcpu_machine():
+    s = vm.parse_shape("4x8x2")
+    assert (s.vcpus, s.nodes, s.memory_mb) == (64, 4, 8192)
+    assert s.smp() == "64,sockets=4,cores=8,threads=2"
+    assert s.node_cpus() == [(0, 15), (16, 31), (32, 47), (48, 63)]
+
+
+def test_a_node_holds_whole_sockets_and_memory_splits_evenly():
+    s = vm.parse_shape("2x120x1", nodes=1)
+    assert s.node_cpus() == [(0, 239)] and s.memory_mb == 240 * 128
+    s = vm.parse_shape("4x6x2", nodes=2, memory_mb=3001)
+    assert s.node_cpus() == [(0, 23), (24, 47)] and s.memory_mb == 3000
+
+
+@pytest.mark.parametrize("spec,nodes,memory,said", [
+    ("64", None, None, "SOCKETSxCORESxTHREADS"),
+    ("4x0x2", None, None, "at least 1"),
+    ("4x8x2", 3, None, "do not divide"),
+    ("2x128x2", None, None, "at most 255"),
+    ("4x8x2", None, 1024, "too little"),
+])
+def test_bad_shapes_are_refused_with_one_line(spec, nodes, memory, said):
+    with pytest.raises(UserError, match=said):
+        vm.parse_shape(spec, nodes, memory)
+
+
+def test_the_command_line_asks_for_the_topology_numa_and_cgroup_layout(tmp_path):
+    s = vm.parse_shape("4x8x2")
+    argv = vm.command(s, tmp_path / "vmlinuz", tmp_path, "true", cgroup_version=1, kvm=False,
+                      vng=tmp_path / "vng")
+    joined = " ".join(argv)
+    assert "--cpus 64,sockets=4,cores=8,threads=2" in joined and "--memory 8192M" in joined
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--numa"] == [
+        "2048M,cpus=0-15", "2048M,cpus=16-31", "2048M,cpus=32-47", "2048M,cpus=48-63"]
+    assert "--disable-kvm" in argv and f"--qemu-opts=-cpu {vm.CPU_MODEL}" in argv
+    assert "SYSTEMD_CGROUP_ENABLE_LEGACY_FORCE=1" in argv
+    assert argv[-2:] == ["--exec", "true"]
+    v2 = vm.command(vm.parse_shape("1x2x1"), tmp_path / "k", tmp_path, "true", 2, kvm=True, vng=tmp_path / "vng")
+    assert "--disable-kvm" not in v2 and "--numa" not in v2 and "SYSTEMD_CGROUP_ENABLE_LEGACY_FORCE=1" not in v2
+
+
+def test_the_kernel_picked_is_one_with_9p(tmp_path):
+    boot, modules = tmp_path / "boot", tmp_path / "modules"
+    boot.mkdir()
+    (boot / "vmlinuz-6.1.0-cloud-amd64").write_text("")
+    with pytest.raises(UserError, match="9p"):
+        vm.find_kernel(boot, modules)
+    (boot / "vmlinuz-6.1.0-56-amd64").write_text("")
+    (modules / "6.1.0-56-amd64/kernel/fs/9p").mkdir(parents=True)
+    (modules / "6.1.0-56-amd64/kernel/fs/9p/9p.ko.xz").write_text("")
+    assert vm.find_kernel(boot, modules).name == "vmlinuz-6.1.0-56-amd64"
+
+
+def test_a_guest_s_runs_are_copied_whole_with_where_they_ran(tmp_path):
+    guest = Store(str(tmp_path / "guest.sqlite"))
+    run_id = guest.create_run({"placement": "spread"}, {"hostname": "virtme-ng"}, "mosbench run x", "g")
+    guest.add_point(run_id, workload="micro", test="getppid1", variant="procs", cores=64, trial=1, status="ok",
+                    started_at=guest.run(run_id)["started_at"], cpus="0-63", work=5.0,
+                    metrics={"cpu_busy_s": {"3": 0.5}}, logs="log text", profile={"stacks": {}})
+    guest.finish_run(run_id, "complete")
+    host = Store(str(tmp_path / "host.sqlite"))
+    host.create_run({}, {}, "an earlier run")
+    new = host.import_run(guest, run_id, virtual_machine={"vcpus": 64})
+    assert new == 2
+    r = host.run(new)
+    assert (r["label"], r["status"], r["environment"]["hostname"]) == ("g", "complete", "virtme-ng")
+    assert r["environment"]["virtual_machine"] == {"vcpus": 64}
+    (p,) = host.points(new, with_logs=True, with_profiles=True)
+    assert (p["cpus"], p["metrics"], p["logs"], p["profile"]) == ("0-63", {"cpu_busy_s": {"3": 0.5}}, "log text",
+                                                                  {"stacks": {}})
+
+
+def test_a_report_of_a_guest_run_says_its_throughput_is_no_performance_figure(tmp_path):
+    db = Store(str(tmp_path / "s.sqlite"))
+    env = {"hostname": "guest", "topology": {"cpus": []}, "topology_summary": "64 CPUs",
+           "virtual_machine": {"vcpus": 64, "host_cpus": 2, "accelerator": "tcg", "overcommitted": True}}
+    guest_run = db.create_run({"placement": "pack", "isolation": "cgroup", "params": {}}, env, "mosbench vm")
+    plain_run = db.create_run({"placement": "pack", "isolation": "cgroup", "params": {}},
+                              {"hostname": "h", "topology": {"cpus": []}}, "mosbench run")
+    out = tmp_path / "r.html"
+    html.write(db, [str(guest_run)], out)
+    assert "64 vCPUs on 2\nhost CPUs (TCG): its throughput is not a performance figure" in out.read_text()
+    html.write(db, [str(plain_run)], out)
+    assert "not a performance figure" not in out.read_text()
+
+
+def test_busy_by_cpu_counts_every_cpu_online_at_both_ends():
+    before = accounting.parse_proc_stat("cpu0 100 0 50 1000 0 0 0 0\ncpu1 10 0 0 900 0 0 0 0\n"
+                                        "cpu2 5 0 0 5 0 0 0 0\n", hz=100)
+    after = accounting.parse_proc_stat("cpu0 150 0 60 1040 0 0 0 0\ncpu1 10 0 0 1000 0 0 0 0\n"
+                                       "cpu3 1 0 0 1 0 0 0 0\n", hz=100)
+    assert accounting.busy_by_cpu(before, after) == {"0": 0.6}
