@@ -152,7 +152,10 @@ def command(shape: Shape, kernel: Path, share: Path, guest_command: str, cgroup_
             # The share at its host path: the guest's root is read-only, /var/tmp an overlay that takes a mountpoint.
             "--rwdir", str(share), "--name", "mosbench-guest", "--force-9p"]
     if not kvm:
-        argv.append("--disable-kvm")
+        # One host thread runs the vCPUs in turn. With a thread per vCPU (QEMU's default), 64 threads on
+        # 2 host CPUs let a vCPU spinning on a guest lock starve the one holding it: a hotplug point
+        # stalled for minutes that way. In turn, every vCPU gets its slice.
+        argv += ["--disable-kvm", "--qemu-opts=-accel tcg,thread=single"]
     per_node = shape.memory_mb // shape.nodes
     if shape.nodes > 1:
         for first, last in shape.node_cpus():

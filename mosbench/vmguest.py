@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -18,7 +19,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from mosbench import cpulist
+from mosbench import cpulist, workloads
+from mosbench.errors import UserError
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 GUEST_STORE = Path("/run/mosbench-guest/guest.sqlite")
@@ -90,11 +92,35 @@ def mount_v1_cpuset() -> None:
     subprocess.run(["mount", "-t", "cgroup", "-o", "cpuset", "cpuset", str(target)], check=True)
 
 
+def available(selections: tuple[str, ...]) -> list[str]:
+    """The selections whose programs this userland has (Exim is absent where another mail server is)."""
+    kept = []
+    for name in selections:
+        try:
+            workloads.get(name.partition("/")[0]).check_available()
+            kept.append(name)
+        except UserError as e:
+            print(f"mosbench-guest: skipping {name}: {e}", flush=True)
+    return kept
+
+
 def step(name: str, argv: list[str], outcome: dict, share: Path) -> None:
+    """Runs one step, then copies the store to the share, so a guest stopped later keeps what it measured."""
     print(f"mosbench-guest: {name}: {' '.join(argv)}", flush=True)
     start = time.monotonic()
     code = subprocess.run(argv, stdin=subprocess.DEVNULL).returncode
     outcome["steps"].append({"name": name, "returncode": code, "seconds": round(time.monotonic() - start, 1)})
+    if GUEST_STORE.exists():
+        # A consistent copy made in memory, then moved onto the share as plain bytes: SQLite itself
+        # never writes to 9p (its locks fail there).
+        snapshot = GUEST_STORE.with_name("snapshot.sqlite")
+        snapshot.unlink(missing_ok=True)
+        with contextlib.closing(sqlite3.connect(GUEST_STORE)) as src, \
+                contextlib.closing(sqlite3.connect(snapshot)) as dst:
+            src.backup(dst)
+        shutil.copyfile(snapshot, share / "guest.sqlite.part")
+        os.replace(share / "guest.sqlite.part", share / "guest.sqlite")
+        snapshot.unlink()
     (share / "outcome.json").write_text(json.dumps(outcome, indent=1))
     print(f"mosbench-guest: {name}: exit {code} after {time.monotonic() - start:.0f} s", flush=True)
 
@@ -120,8 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     step("doctor", [*mosbench, "doctor"], outcome, share)
     for n, sweep in enumerate(SUITES[args.suite], start=1):
         cores = ["--cores", sweep.cores] if sweep.cores else []
+        selections = available(sweep.selections)
         step(f"sweep {n}/{len(SUITES[args.suite])} ({sweep.isolation}, {sweep.placement})",
-             [*mosbench, "run", *sweep.selections, *cores, "--isolation", sweep.isolation,
+             [*mosbench, "run", *selections, *cores, "--isolation", sweep.isolation,
               "--placement", sweep.placement, *WINDOW, *sweep.args, "--label", f"guest {args.shape} "
               f"cgroup v{args.cgroup} {sweep.isolation} {sweep.placement}", "--store", str(store)], outcome, share)
     # The checks read the machine as the sweeps left it, so nothing may run in between.
@@ -134,10 +161,6 @@ def main(argv: list[str] | None = None) -> int:
                            "console_output_style=classic", str(tests)], env=env, stdin=subprocess.DEVNULL).returncode
     outcome["steps"].append({"name": "checks", "returncode": code, "seconds": round(time.monotonic() - start, 1)})
     outcome["online_after"] = cpulist.parse(Path("/sys/devices/system/cpu/online").read_text())
-    if store.exists():
-        with contextlib.closing(sqlite3.connect(store)) as src, \
-                contextlib.closing(sqlite3.connect(share / "guest.sqlite")) as dst:
-            src.backup(dst)
     (share / "outcome.json").write_text(json.dumps(outcome, indent=1))
     return 0 if all(s["returncode"] == 0 for s in outcome["steps"]) else 1
 

@@ -3,12 +3,17 @@ picks, the import of its runs and the report's word on them. (tests/test_manycor
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
-from mosbench import accounting, vm
+from mosbench import accounting, journal, placement, plan, vm, vmguest, workloads
 from mosbench.errors import UserError
+from mosbench.isolation import ISOLATIONS
 from mosbench.report import html
 from mosbench.store import Store
+from tests.conftest import needs_root
 
 
 def test_the_default_shape_is_the_issue_s_64_vcpu_machine():
@@ -46,10 +51,11 @@ def test_the_command_line_asks_for_the_topology_numa_and_cgroup_layout(tmp_path)
     assert [argv[i + 1] for i, a in enumerate(argv) if a == "--numa"] == [
         "2048M,cpus=0-15", "2048M,cpus=16-31", "2048M,cpus=32-47", "2048M,cpus=48-63"]
     assert "--disable-kvm" in argv and f"--qemu-opts=-cpu {vm.CPU_MODEL}" in argv
+    assert "--qemu-opts=-accel tcg,thread=single" in argv
     assert "SYSTEMD_CGROUP_ENABLE_LEGACY_FORCE=1" in argv
     assert argv[-2:] == ["--exec", "true"]
     v2 = vm.command(vm.parse_shape("1x2x1"), tmp_path / "k", tmp_path, "true", 2, kvm=True, vng=tmp_path / "vng")
-    assert "--disable-kvm" not in v2 and "--numa" not in v2 and "SYSTEMD_CGROUP_ENABLE_LEGACY_FORCE=1" not in v2
+    assert "--disable-kvm" not in v2 and "--qemu-opts=-accel tcg,thread=single" not in v2 and "--numa" not in v2 and "SYSTEMD_CGROUP_ENABLE_LEGACY_FORCE=1" not in v2
 
 
 def test_the_kernel_picked_is_one_with_9p(tmp_path):
@@ -103,3 +109,42 @@ def test_busy_by_cpu_counts_every_cpu_online_at_both_ends():
     after = accounting.parse_proc_stat("cpu0 150 0 60 1040 0 0 0 0\ncpu1 10 0 0 1000 0 0 0 0\n"
                                        "cpu3 1 0 0 1 0 0 0 0\n", hz=100)
     assert accounting.busy_by_cpu(before, after) == {"0": 0.6}
+
+
+@needs_root
+def test_a_guest_past_its_time_is_killed_with_everything_it_started(tmp_path, monkeypatch):
+    """A stand-in for vng that starts a child (as vng starts QEMU) and never ends: the timeout kills
+    both, what the share holds is still offered to keep, then the share, the cgroup and the journal go."""
+    fake = tmp_path / "vng"
+    pids = tmp_path / "pids"
+    fake.write_text(f"#!/bin/sh\necho booting\nsleep 300 &\necho $$ $! > {pids}\nwait\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(vm, "find_vng", lambda: fake)
+    guest = vm.Guest(vm.parse_shape("1x2x1"), 2, kernel=tmp_path / "vmlinuz")
+    lines: list[str] = []
+    kept: list[Path] = []
+    result = guest.run(lambda share: f"ls {share}", 3.0, lambda line, _t: lines.append(line), kept.append)
+    assert result.timed_out and lines == ["booting"] and kept == [result.share]
+    for pid in pids.read_text().split():
+        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
+    assert not result.share.exists()
+    assert not [d for d in Path("/sys/fs/cgroup").rglob(f"mosbench-{os.getpid()}") if d.is_dir()]
+    assert not list(journal.state_dir().glob(f"run-{os.getpid()}.json"))
+
+
+@pytest.mark.parametrize("suite", sorted(vmguest.SUITES))
+def test_every_sweep_of_a_guest_suite_is_a_plan_mosbench_accepts(suite):
+    for sweep in vmguest.SUITES[suite]:
+        selections = [(w, t) for name in sweep.selections
+                      for w, _, t in [name.partition("/")]
+                      for t in ([t] if t else [x.name for x in workloads.get(w).tests()])]
+        args, params, variants = list(sweep.args), [], None
+        while args:
+            flag, value = args.pop(0), args.pop(0)
+            if flag == "-p":
+                params.append(value)
+            elif flag == "--variant":
+                variants = [value]
+        plan.resolve_params(selections, params)
+        plan.resolve_variants(selections, variants)
+        assert sweep.isolation in ISOLATIONS and sweep.placement in placement.PLACEMENTS
