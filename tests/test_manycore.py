@@ -30,14 +30,14 @@ def _qemu_processes() -> list[str]:
 def test_the_ci_suite_passes_in_a_64_vcpu_guest(tmp_path, cgroup):
     db = tmp_path / "host.sqlite"
     before = _qemu_processes()
-    r = mosbench("vm", "--suite", "ci", "--cgroup", cgroup, "--timeout", "12", "--store", str(db), timeout=900)
+    r = mosbench("vm", "--suite", "ci", "--cgroup", cgroup, "--timeout", "18", "--store", str(db), timeout=1200)
     if "did not finish within" in r.stderr:
         # Once in several boots here, the emulator stalled with its main thread busy and the guest made no
         # progress for over ten minutes (a QEMU TCG matter, never seen past boot twice in a row): one
         # more boot, said in the log. A second stall, or any failed check, fails the test.
         print(f"guest stalled, booting again: {r.stdout[-2000:]}")
         db = tmp_path / "host-again.sqlite"
-        r = mosbench("vm", "--suite", "ci", "--cgroup", cgroup, "--timeout", "12", "--store", str(db), timeout=900)
+        r = mosbench("vm", "--suite", "ci", "--cgroup", cgroup, "--timeout", "18", "--store", str(db), timeout=1200)
     print(r.stdout[-6000:], r.stderr[-3000:])
     assert r.returncode == 0, r.stderr or r.stdout[-3000:]
     assert "ok     checks" in r.stdout
