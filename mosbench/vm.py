@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import selectors
 import shutil
 import signal
 import subprocess
@@ -200,10 +201,9 @@ class Guest:
         timed_out = False
         try:
             # vng runs its helpers (virtme-run, virtme-ng-init) by name: they sit beside it.
-            path = f"{Path(argv[0]).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env={**os.environ,
-                                    "PATH": path},
-                                    stderr=subprocess.STDOUT, preexec_fn=group.join, start_new_session=True,
+            env = {**os.environ, "PATH": f"{Path(argv[0]).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    env=env, preexec_fn=group.join, start_new_session=True,
                                     cwd=Path(__file__).resolve().parent.parent)
             journal.add_proc(proc.pid)
             timed_out = self._stream(proc, start, timeout_s, on_line)
@@ -229,8 +229,6 @@ class Guest:
                 on_line: Callable[[str, float], None]) -> bool:
         """Passes the guest's output on as it comes; kills the guest past timeout_s. True if it did."""
         assert proc.stdout is not None
-        import selectors
-
         sel = selectors.DefaultSelector()
         sel.register(proc.stdout, selectors.EVENT_READ)
         buf = b""
