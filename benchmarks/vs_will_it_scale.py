@@ -10,7 +10,8 @@ the same directory (/tmp, will-it-scale's), address-space randomisation off (wil
 uses setarch -R; mosbench-micro turns it off itself). Each round runs ours and theirs back to back, alternating
 which goes first; each measurement skips the warm-up seconds and averages the next seconds of
 per-second counts (will-it-scale prints them as it goes; it is stopped by its process group once
-enough have come). Prints every test's median ops/s for each tool and ours/theirs, with the rounds.
+enough have come). Prints every test's median ops/s for each tool and ours/theirs, with the rounds;
+at the end, how many pairs are within ±5% and how much of the CPU time the host stole meanwhile.
 """
 
 from __future__ import annotations
@@ -79,6 +80,13 @@ def shared_tests(wis: Path) -> list[str]:
     return sorted(t for t in mine if (wis / f"{t}_processes").exists())
 
 
+def cpu_ticks() -> tuple[int, int]:
+    """(steal, all) ticks of the machine so far, from /proc/stat's cpu line."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    return fields[7], sum(fields[:8])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--wis", type=Path, required=True, help="a built will-it-scale tree")
@@ -98,6 +106,8 @@ def main() -> None:
     print(f"{'test':18} {'mode':7} {'tasks':>5} {'ours ops/s':>12} {'theirs ops/s':>12} {'ours/theirs':>11}"
           f"  ({args.rounds} interleaved rounds, medians)", flush=True)
     done = 0
+    ratios: list[float] = []
+    steal_before, all_before = cpu_ticks()
     for test in tests:
         for mode in modes:
             for n in counts:
@@ -111,11 +121,20 @@ def main() -> None:
                         else:
                             b.append(theirs(args.wis, test, mode, n, args.warmup, args.duration))
                 ratio = statistics.median(a) / statistics.median(b)
+                ratios.append(ratio)
                 done += 1
                 eta = (time.monotonic() - started) / done * (total - done)
                 flag = "" if abs(ratio - 1) <= 0.05 else "  <-- outside ±5%"
                 print(f"{test:18} {mode:7} {n:5d} {statistics.median(a):12.0f} {statistics.median(b):12.0f} "
                       f"{ratio:11.3f}{flag}   [eta {eta / 60:.0f} min]", flush=True)
+
+    steal_after, all_after = cpu_ticks()
+    within = sum(abs(r - 1) <= 0.05 for r in ratios)
+    steal = 100 * (steal_after - steal_before) / max(all_after - all_before, 1)
+    # A host that steals time moves lock-bound tests by tens of percent (docs/WORKLOADS.md): say how much.
+    print(f"{within} of {len(ratios)} within ±5%; median ratio {statistics.median(ratios):.3f}, range "
+          f"{min(ratios):.3f}–{max(ratios):.3f}; steal {steal:.2f}% "
+          "of CPU time over the run")
 
 
 if __name__ == "__main__":

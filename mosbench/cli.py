@@ -343,9 +343,11 @@ def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, store_url) -> None:
         db = store.Store(store_url)
         r = db.run(run_ref or "latest")
         series = [x for x in analysis.build_series(db.points(r["id"])) if "lock" in analysis.own_models(x)]
-        params = r["plan"]["params"].get(series[0].workload, {}) if series else {}
-        a = a_ns or float(params.get("par_ns", 9800))
-        fits = lockmodel.fits_from_series(series, a, float(params.get("cs_ns", 0)))
+        params = dict(r["plan"]["params"].get(series[0].workload, {})) if series else {}
+        if a_ns:
+            params["par_ns"] = a_ns
+        # The workload's own model, so this command and the report fit the same way.
+        fits = {x.variant: f for x in series if (f := analysis.own_models(x, params)["lock"](x)) is not None}
         if not fits:
             raise UserError(f"run {r['id']} has no measured scale/lock points to fit "
                             "(run `mosbench run scale/lock` or give --s and --c)")

@@ -130,11 +130,6 @@ def fit_series(s, a: float, s_min: float = 1e-3) -> Fit | None:
     return fit([c.cores for c in cells], [c.best for c in cells], a, kind, s_min)
 
 
-def fits_from_series(series: list, a: float, s_min: float = 1e-3) -> dict[str, Fit]:
-    """A fit per scale/lock variant the model knows, from analysis.Series (best trial per core count)."""
-    return {s.variant: f for s in series if (f := fit_series(s, a, s_min)) is not None}
-
-
 def core_axis(up_to: int) -> list[int]:
     """Every core count to 64, then a coarser step: smooth curves without 10^5 chain solves."""
     step = max(1, up_to // 256)

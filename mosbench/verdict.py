@@ -163,18 +163,28 @@ def _callers(prof: Profile, lock_function: str) -> list[str]:
 def _lock_site(low: Profile | None, high: Profile, lock_function: str) -> tuple[str, list[str]]:
     """Where a grown kernel lock was taken: the lock trace's most waited-on caller (its growth from the
     fewest cores), else the profile's heaviest stack into the lock. (site, evidence)"""
+    return _traced_lock_site(low, high) or _profiled_lock_site(high, lock_function)
+
+
+def _traced_lock_site(low: Profile | None, high: Profile) -> tuple[str, list[str]] | None:
+    """The lock trace's most waited-on caller, with its wait per unit against the fewest cores'."""
     waits = high.lock_waits()
-    if waits:
-        caller, record, wait, count = waits[0]
-        before = {c: w for c, _, w, _ in low.lock_waits()} if low is not None else {}
-        frames = [caller, *[f for f in record["stack"] if not KERNEL_LOCK.search(_bare(f))]]
-        found = kernel_object(frames)
-        said = [f"perf lock: {record['type']} from {_bare(caller)} waited {_fmt(wait)} per unit "
-                f"({count * 1e3:.3g} contentions per 1000 units)"
-                + (f", {_fmt(before.get(caller, 0.0))} at the fewest cores" if low is not None else "")]
-        if found:
-            return f"{found[1]} ({found[0]})", said
-        return f"a {record['type']} taken in {_bare(caller)}", said
+    if not waits:
+        return None
+    caller, record, wait, count = waits[0]
+    before = {c: w for c, _, w, _ in low.lock_waits()} if low is not None else {}
+    frames = [caller, *[f for f in record["stack"] if not KERNEL_LOCK.search(_bare(f))]]
+    found = kernel_object(frames)
+    said = [f"perf lock: {record['type']} from {_bare(caller)} waited {_fmt(wait)} per unit "
+            f"({count * 1e3:.3g} contentions per 1000 units)"
+            + (f", {_fmt(before.get(caller, 0.0))} at the fewest cores" if low is not None else "")]
+    if found:
+        return f"{found[1]} ({found[0]})", said
+    return f"a {record['type']} taken in {_bare(caller)}", said
+
+
+def _profiled_lock_site(high: Profile, lock_function: str) -> tuple[str, list[str]]:
+    """The profile's heaviest stack into the lock function, and the kernel object it names."""
     outward = _callers(high, lock_function)
     found = kernel_object(outward)
     path = " ← ".join(_bare(f) for f in outward[:4])
@@ -294,9 +304,10 @@ def _idle(grown, kernel_grew, user_grew, low_p, high_p, client_bound, evidence) 
     if client_bound:
         return "lack of work", "the client was the limit (its CPUs saturated while the server's idled)", True
     if high_p is not None and high_p.lock_waits():
-        caller, record, wait, _ = high_p.lock_waits()[0]
-        if record["type"] not in ("spinlock",) and wait > 0.2 * grown["idle"]:
-            site, said = _lock_site(low_p, high_p, caller)
+        _, record, wait, _ = high_p.lock_waits()[0]
+        traced = _traced_lock_site(low_p, high_p)
+        if traced and record["type"] not in ("spinlock",) and wait > 0.2 * grown["idle"]:
+            site, said = traced
             evidence.extend(said)
             return "kernel", f"tasks sleep on a contended kernel lock: {site}", True
     sleeping = [g for g in user_grew if kind_of(g.function) == "user lock"] + \

@@ -60,7 +60,8 @@ def test_report_of_a_512_cpu_machine(tmp_path):
     # The fitted ticket lock collapses well inside 512 cores; the scalable one does not.
     knee = int(peaks[("stock", "ticket lock model")])
     assert 2 <= knee < 512 and peaks[("scalable", "scalable lock model")] == "none"
-    assert knee == lockmodel.fits_from_series(group, 9800, 200)["stock"].params.collapse(512)
+    stock = next(s for s in group if s.variant == "stock")
+    assert knee == lockmodel.fit_series(stock, 9800, 200).params.collapse(512)
     assert f"<td class=\"\">{knee}</td>" in text  # the same row in the HTML
     assert "micro/open3" not in {s.name for s in series if analysis.own_models(s)}
     lock = {s.variant: s for s in series if s.name == "scale/lock"}

@@ -101,6 +101,23 @@ def test_idle_cpus_behind_a_saturated_client_are_lack_of_work():
     assert v.category == "lack of work" and "client was the limit" in v.cause
 
 
+def test_tasks_asleep_on_a_traced_kernel_mutex_name_the_lock_the_trace_found():
+    """Idle grows and perf lock saw a sleeping lock wait most of it: the trace's caller names the object
+    (here lseek's inode lock), not the profile's busiest stack."""
+    pts = _cells({1: 100.0, 2: 50.0}, **{"2": dict(user_s=0.5, system_s=0.5, idle_s=1.0)})
+    for p in pts:
+        busy = {"t;__x64_sys_lseek_[k];ksys_lseek_[k];ext4_llseek_[k];down_write_[k]": 50,
+                "t;__x64_sys_getppid_[k]": 50}
+        lock = {"caller": "ext4_llseek_[k]", "type": "rwsem:W", "contended": p["work"] * 0.5,
+                "wait_total_us": p["work"] * (0.0 if p["cores"] == 1 else 4000.0),
+                "stack": ["down_write_[k]", "ext4_llseek_[k]", "ksys_lseek_[k]"]}
+        p["profile"] = {"stacks": busy, "period_ns": 1e6, "locks": [lock], "locks_work": p["work"]}
+    v = verdict.judge_all(analysis.build_series(pts), profile.by_series(pts))[0]
+    assert v.category == "kernel" and v.cause.startswith("tasks sleep on a contended kernel lock")
+    assert "inode lock (i_rwsem)" in v.cause
+    assert any(e.startswith("perf lock: rwsem:W from ext4_llseek") for e in v.evidence)
+
+
 def test_another_programs_user_time_is_interference():
     pts = _cells({1: 100.0, 2: 50.0}, **{"1": dict(cgroup_user_s=0.5, cgroup_system_s=0.5),
                                          "2": dict(user_s=2.0, system_s=1.0, cgroup_user_s=0.5,
