@@ -1,4 +1,8 @@
-/* malloc/free: 128 MB goes to glibc's mmap path (address-space lock), 1 KB stays in its thread cache. */
+/*
+ * malloc/free: 128 MB goes to glibc's mmap path (address-space lock), 1 KB stays in its thread cache.
+ * The pointer stays in a register, as in will-it-scale's loop (a volatile local added a store and a load
+ * to every call); the null check is what keeps GCC from dropping the malloc/free pair.
+ */
 #include "../micro.h"
 #include <errno.h>
 #include <stdint.h>
@@ -6,11 +10,6 @@
 #include <unistd.h>
 
 #define LARGE (128UL << 20)
-
-/*
- * The pointer stays in a register, as in will-it-scale's loop (a volatile local added a store and a load
- * to every call); the null check is what keeps GCC from dropping the malloc/free pair.
- */
 
 /* glibc serves it with an mmap of the size and a page of its own bookkeeping. */
 static int init_large(struct micro_task *t)
