@@ -140,6 +140,11 @@ def main(argv: list[str] | None = None) -> int:
     # the guest's memory and goes to the share as one file at the end.
     store = GUEST_STORE
     store.parent.mkdir(parents=True, exist_ok=True)
+    # The guest's root is the host's, read-only: a home in guest memory gives workloads' caches
+    # (~/.cache/mosbench) somewhere to write when the host has none yet.
+    home = store.parent / "home"
+    home.mkdir(exist_ok=True)
+    os.environ["HOME"] = str(home)
     mosbench = [sys.executable, "-m", "mosbench"]
     outcome: dict = {"suite": args.suite, "steps": [], "runs": []}
     (share / "before.json").write_text(json.dumps(machine_state()))
