@@ -12,6 +12,11 @@ which goes first; each measurement skips the warm-up seconds and averages the ne
 per-second counts (will-it-scale prints them as it goes; it is stopped by its process group once
 enough have come). Prints every test's median ops/s for each tool and ours/theirs, with the rounds;
 at the end, how many pairs are within ±5% and how much of the CPU time the host stole meanwhile.
+
+A ratio outside ±5% may still be noise: beside it the script prints each tool's spread over its rounds
+(interquartile range over median) and a 95% bootstrap interval of the ratio of medians. A pair is
+"apart" only when the whole interval lies outside ±5%; "unclear" when the interval crosses a bound.
+`--same` runs will-it-scale against itself, the noise floor of this host at these settings.
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+from scipy import stats  # noqa: E402
 
 from mosbench import native  # noqa: E402
 
@@ -80,6 +88,27 @@ def shared_tests(wis: Path) -> list[str]:
     return sorted(t for t in mine if (wis / f"{t}_processes").exists())
 
 
+def spread(values: list[float]) -> float:
+    """Interquartile range over median, in percent."""
+    q1, q3 = np.percentile(values, [25, 75])
+    return 100 * (q3 - q1) / statistics.median(values)
+
+
+def ratio_interval(a: list[float], b: list[float]) -> tuple[float, float]:
+    """95% percentile-bootstrap interval of median(a)/median(b); the rounds of each tool resampled apart."""
+    res = stats.bootstrap((a, b), lambda x, y, axis: np.median(x, axis=axis) / np.median(y, axis=axis),
+                          vectorized=True, method="percentile", n_resamples=4000, random_state=0)
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def verdict(ratio: float, low: float, high: float) -> str:
+    if abs(ratio - 1) <= 0.05:
+        return ""
+    if high < 0.95 or low > 1.05:
+        return "apart"
+    return "unclear"
+
+
 def cpu_ticks() -> tuple[int, int]:
     """(steal, all) ticks of the machine so far, from /proc/stat's cpu line."""
     with open("/proc/stat") as f:
@@ -96,6 +125,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--duration", type=int, default=2)
+    ap.add_argument("--same", action="store_true",
+                    help="will-it-scale against itself in place of ours: the host's noise floor")
     args = ap.parse_args()
     ncpu = len(os.sched_getaffinity(0))
     tests = args.tests.split(",") if args.tests else shared_tests(args.wis)
@@ -103,10 +134,12 @@ def main() -> None:
     modes = args.modes.split(",")
     started = time.monotonic()
     total = len(tests) * len(modes) * len(counts)
-    print(f"{'test':18} {'mode':7} {'tasks':>5} {'ours ops/s':>12} {'theirs ops/s':>12} {'ours/theirs':>11}"
-          f"  ({args.rounds} interleaved rounds, medians)", flush=True)
+    first = "theirs'" if args.same else "ours"
+    print(f"{'test':18} {'mode':7} {'tasks':>5} {first + ' ops/s':>12} {'iqr%':>5} {'theirs ops/s':>12} {'iqr%':>5} "
+          f"{'ratio':>6} {'95% interval':>13}  ({args.rounds} interleaved rounds, medians)", flush=True)
     done = 0
     ratios: list[float] = []
+    verdicts: list[str] = []
     steal_before, all_before = cpu_ticks()
     for test in tests:
         for mode in modes:
@@ -116,23 +149,29 @@ def main() -> None:
                 for r in range(args.rounds):
                     order = (0, 1) if r % 2 == 0 else (1, 0)
                     for which in order:
-                        if which == 0:
+                        if which == 0 and args.same:
+                            a.append(theirs(args.wis, test, mode, n, args.warmup, args.duration))
+                        elif which == 0:
                             a.append(ours(test, mode, n, args.warmup, args.duration))
                         else:
                             b.append(theirs(args.wis, test, mode, n, args.warmup, args.duration))
                 ratio = statistics.median(a) / statistics.median(b)
+                low, high = ratio_interval(a, b) if args.rounds > 1 else (ratio, ratio)
                 ratios.append(ratio)
+                verdicts.append(verdict(ratio, low, high))
                 done += 1
                 eta = (time.monotonic() - started) / done * (total - done)
-                flag = "" if abs(ratio - 1) <= 0.05 else "  <-- outside ±5%"
-                print(f"{test:18} {mode:7} {n:5d} {statistics.median(a):12.0f} {statistics.median(b):12.0f} "
-                      f"{ratio:11.3f}{flag}   [eta {eta / 60:.0f} min]", flush=True)
+                flag = f"  <-- outside ±5%, {verdicts[-1]}" if verdicts[-1] else ""
+                print(f"{test:18} {mode:7} {n:5d} {statistics.median(a):12.0f} {spread(a):5.1f} "
+                      f"{statistics.median(b):12.0f} {spread(b):5.1f} {ratio:6.3f} {low:6.3f}–{high:6.3f}"
+                      f"{flag}   [eta {eta / 60:.0f} min]", flush=True)
 
     steal_after, all_after = cpu_ticks()
     within = sum(abs(r - 1) <= 0.05 for r in ratios)
     steal = 100 * (steal_after - steal_before) / max(all_after - all_before, 1)
     # A host that steals time moves lock-bound tests by tens of percent (docs/WORKLOADS.md): say how much.
-    print(f"{within} of {len(ratios)} within ±5%; median ratio {statistics.median(ratios):.3f}, range "
+    print(f"{within} of {len(ratios)} within ±5%, {verdicts.count('unclear')} unclear, "
+          f"{verdicts.count('apart')} apart; median ratio {statistics.median(ratios):.3f}, range "
           f"{min(ratios):.3f}–{max(ratios):.3f}; steal {steal:.2f}% "
           "of CPU time over the run")
 

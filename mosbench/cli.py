@@ -319,7 +319,7 @@ def model() -> None:
 @click.option("--cores", "up_to", type=click.IntRange(2, 1 << 16), default=256, show_default=True,
               help="Extrapolate to this many cores.")
 @click.option("--a", "a_ns", type=click.FloatRange(min=0, min_open=True),
-              help="ns outside the lock per acquisition (default: the run's par_ns).")
+              help="ns outside the lock per acquisition (default: the run's par_ns; with --s, scale's default).")
 @click.option("--s", "s_ns", type=click.FloatRange(min=0, min_open=True),
               help="ns inside the lock: with --c, model without measurements.")
 @click.option("--c", "c_ns", type=click.FloatRange(min=0), help="ns of handoff per waiting core.")
@@ -336,7 +336,9 @@ def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, store_url) -> None:
     if (s_ns is None) != (c_ns is None):
         raise UserError("give --s and --c together, or neither to fit them to a run")
     if s_ns is not None:
-        a = a_ns or 9800.0
+        from mosbench.workloads.scale import PAR_NS
+
+        a = a_ns or float(PAR_NS)
         fits = {kind: lockmodel.Fit(lockmodel.LockParams(a, s_ns, c_ns, kind), (), (), 0.0, "given")
                 for kind in ("ticket", "scalable")}
     else:

@@ -303,8 +303,9 @@ def _kernel_time_under_user_locks(low: Profile | None, high: Profile) -> tuple[s
 def _idle(grown, kernel_grew, user_grew, low_p, high_p, client_bound, evidence) -> tuple[str, str, bool]:
     if client_bound:
         return "lack of work", "the client was the limit (its CPUs saturated while the server's idled)", True
-    if high_p is not None and high_p.lock_waits():
-        _, record, wait, _ = high_p.lock_waits()[0]
+    waits = high_p.lock_waits() if high_p is not None else []
+    if waits:
+        _, record, wait, _ = waits[0]
         traced = _traced_lock_site(low_p, high_p)
         if traced and record["type"] not in ("spinlock",) and wait > 0.2 * grown["idle"]:
             site, said = traced

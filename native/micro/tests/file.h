@@ -4,7 +4,11 @@
  *   "Same file"                 one file made once, opened by every task (separate open file
  *                               descriptions of one inode);
  *   "Same file, different offsets"  that file with a page of its own per task.
- * The task's descriptor and the offset it works at (0, or its own page) are kept in t->priv.
+ * The task's descriptor, the offset it works at (0, or its own page) and its I/O buffer are kept in
+ * t->priv. The buffer is page-aligned and zeroed: will-it-scale's sits on the task's stack, where
+ * its offset in the page follows the size of the environment and the copy to or from user space
+ * can run 10% slower at some offsets than at others (docs/WORKLOADS.md); a figure that moves with
+ * the environment is not the kernel's.
  */
 #ifndef MOSBENCH_MICRO_FILE_H
 #define MOSBENCH_MICRO_FILE_H
@@ -14,6 +18,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define FILE_BLOCK 4096
@@ -22,6 +27,7 @@
 struct file_task {
 	int fd;
 	off_t offset;
+	char *buf;		/* FILE_BLOCK bytes */
 };
 
 static inline int file_fd(const struct micro_task *t)
@@ -34,14 +40,22 @@ static inline off_t file_offset(const struct micro_task *t)
 	return ((const struct file_task *)t->priv)->offset;
 }
 
+static inline char *file_buf(const struct micro_task *t)
+{
+	return ((const struct file_task *)t->priv)->buf;
+}
+
 static inline int file_keep(struct micro_task *t, int fd)
 {
 	struct file_task *f = malloc(sizeof(*f));
-	if (!f) {
+	void *buf = NULL;
+	if (!f || posix_memalign(&buf, (size_t)getpagesize(), FILE_BLOCK)) {
+		free(f);
 		close(fd);
 		return ENOMEM;
 	}
-	*f = (struct file_task){ fd, 0 };
+	memset(buf, 0, FILE_BLOCK);
+	*f = (struct file_task){ fd, 0, buf };
 	t->priv = f;
 	return 0;
 }

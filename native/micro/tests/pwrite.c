@@ -3,11 +3,11 @@
 
 static void run(struct micro_task *t)
 {
-	char buf[FILE_BLOCK] = { 0 };
+	char *buf = file_buf(t);
 	int fd = file_fd(t);
 	off_t offset = file_offset(t);
 	for (;;) {
-		MICRO_FAIL_ON(t, pwrite(fd, buf, sizeof(buf), offset) != sizeof(buf), "pwrite");
+		MICRO_FAIL_ON(t, pwrite(fd, buf, FILE_BLOCK, offset) != FILE_BLOCK, "pwrite");
 		micro_count(t);
 	}
 }

@@ -3,12 +3,12 @@
 
 static void run(struct micro_task *t)
 {
-	char buf[FILE_BLOCK];
+	char *buf = file_buf(t);
 	int fd = file_fd(t);
 	off_t offset = file_offset(t);
 	for (;;) {
 		lseek(fd, offset, SEEK_SET);
-		MICRO_FAIL_ON(t, read(fd, buf, sizeof(buf)) != sizeof(buf), "read");
+		MICRO_FAIL_ON(t, read(fd, buf, FILE_BLOCK) != FILE_BLOCK, "read");
 		micro_count(t);
 	}
 }

@@ -5,11 +5,11 @@
 
 static void run(struct micro_task *t)
 {
-	char buf[FILE_BLOCK] = { 0 };
+	char *buf = file_buf(t);
 	int fd = file_fd(t);
 	size_t written = 0;
 	for (;;) {
-		ssize_t n = write(fd, buf, sizeof(buf));
+		ssize_t n = write(fd, buf, FILE_BLOCK);
 		MICRO_FAIL_ON(t, n < 0, "write");
 		written += (size_t)n;
 		if (written >= WRITE_FILE_SIZE) {
