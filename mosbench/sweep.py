@@ -58,8 +58,29 @@ class _Terminated(KeyboardInterrupt):
     """SIGTERM and SIGHUP end a run the way Ctrl-C does."""
 
 
-def _raise_terminated(signum: int, _frame: Any) -> None:
-    raise _Terminated(signal.Signals(signum).name)
+class _StopSignals:
+    """SIGTERM, SIGHUP and Ctrl-C raise at once, and are remembered: a signal that lands while Python
+    runs a finaliser (a __del__, a weakref callback of the store's connection pool) has its exception
+    printed and dropped, and the run would go on to its last point. The sweep asks again between points."""
+
+    def __init__(self) -> None:
+        self.received: str | None = None
+        ours = [signal.SIGTERM, signal.SIGHUP]
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where a shell ignores it
+            ours.append(signal.SIGINT)
+        self._old = {s: signal.signal(s, self._handle) for s in ours}
+
+    def _handle(self, signum: int, _frame: Any) -> None:
+        self.received = signal.Signals(signum).name
+        raise _Terminated(self.received)
+
+    def check(self) -> None:
+        if self.received:
+            raise _Terminated(self.received)
+
+    def restore(self) -> None:
+        for s, h in self._old.items():
+            signal.signal(s, h)
 
 
 class Sweep:
@@ -75,7 +96,7 @@ class Sweep:
     def run(self, run_id: int, skip: set[tuple] | None = None) -> Outcome:
         todo = [k for k in self.plan.points()
                 if (k.workload, k.test, k.variant, k.cores, k.trial) not in (skip or set())]
-        old_handlers = {s: signal.signal(s, _raise_terminated) for s in (signal.SIGTERM, signal.SIGHUP)}
+        stop = _StopSignals()
         journal = Journal()
         journal.set_run(self.store.url, run_id)
         guardian.start(journal.path)
@@ -102,6 +123,7 @@ class Sweep:
             with self._progress() as progress:
                 task = progress.add_task("starting", total=len(todo))
                 for n, key in enumerate(todo, start=1):
+                    stop.check()
                     progress.update(task, description=key.label())
                     values = self._measure(key, n, contexts[key.workload], isolator, launcher)
                     self.store.add_point(run_id, **values)
@@ -111,6 +133,7 @@ class Sweep:
                                            markup=False, highlight=False,
                                            style=None if values["status"] == "ok" else "red")
                     progress.advance(task)
+            stop.check()
             status = "complete"
         finally:
             launcher.stop_all()
@@ -133,8 +156,7 @@ class Sweep:
                 pass
             if journal.is_clean() and journal.data.get("run") is None:
                 journal.close()
-            for s, h in old_handlers.items():
-                signal.signal(s, h)
+            stop.restore()
         return Outcome(status, measured, failed)
 
     def _progress(self) -> Progress:

@@ -331,3 +331,53 @@ def test_load_generator_has_a_group_of_its_own_on_shared_cpus(tmp_path, monkeypa
     assert server + client == pytest.approx(busy, rel=0.15)
     assert 0.3 < server / busy < 0.7 and 0.3 < client / busy < 0.7
     assert not _our_cgroups()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped one, on purpose
+def test_a_signal_whose_exception_a_finaliser_drops_still_ends_the_run(tmp_path, monkeypatch):
+    """Python prints and drops an exception raised in a __del__; a SIGTERM that lands there must still
+    end the run (incomplete, resumable) at the next point, not let it run to its last."""
+    from mosbench import store, topology, workloads
+    from mosbench.plan import Plan
+    from mosbench.sweep import Sweep
+    from mosbench.workloads.base import Instance, Sample, Variant, Workload
+
+    class SignalledInFinaliser:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(1000):  # the handler runs (and raises) here, inside the finaliser
+                pass
+
+    class Counting(Instance):
+        def __init__(self):
+            self.t0 = time.monotonic()
+
+        def sample(self) -> Sample:
+            return Sample(1000 * (time.monotonic() - self.t0))
+
+        def check(self) -> None:
+            pass
+
+        def stop(self) -> dict:
+            SignalledInFinaliser()
+            return {}
+
+    class Fake(Workload):
+        name, description, unit = "fakecount", "counts without a process", "op"
+        variants = (Variant("one", "the only one"),)
+
+        def start(self, ctx):
+            return Counting()
+
+    monkeypatch.setitem(workloads.REGISTRY, "fakecount", Fake)
+    monkeypatch.setenv("MOSBENCH_STATE", str(tmp_path / "state"))
+    db = store.Store(str(tmp_path / "s.sqlite"))
+    plan = Plan(selections=[("fakecount", "")], variants={"fakecount": ["one"]}, cores=[1], trials=3,
+                warmup=0.1, duration=0.2, interval=0, isolation="affinity")
+    run_id = db.create_run(plan.to_json(), {"hostname": "h"}, "test")
+    handler_before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt):
+        Sweep(db, plan, topology.read(), cache=tmp_path / "cache").run(run_id)
+    assert db.run(run_id)["status"] == "incomplete"
+    assert [p["trial"] for p in db.points(run_id)] == [1]
+    assert signal.getsignal(signal.SIGTERM) is handler_before
