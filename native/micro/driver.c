@@ -3,11 +3,20 @@
  *
  * Three process roles keep stopping simple and complete:
  *   supervisor  this process: owns the scratch directory and the counter region, samples, stops;
- *   host        a child in its own process group: runs prepare() and starts the tasks;
+ *   host        a child in its own process group, which executes this program afresh (--host): runs
+ *               prepare() and starts the tasks;
  *   tasks       processes forked by the host (procs mode) or threads of the host (threads mode),
  *               plus any partner a ping-pong test starts, all inside the host's process group.
  * Stopping is one kill(-host, SIGKILL): every task and partner goes with it, by the group we made.
  * Every process below the supervisor also has PR_SET_PDEATHSIG, so a killed supervisor leaves none.
+ *
+ * The host executes itself rather than running on in the forked copy, so tasks run in (threads) or are
+ * forked from (procs) a process with an address space of its own, as will-it-scale's are. It matters to
+ * the kernel: an anonymous mapping inherited through fork carries its parent's anon_vma chain, and the
+ * kernel will not merge a new region into it, so brk(2) on an inherited heap adds and removes a VMA of
+ * its own where on the process's own heap it grows and splits the heap (brk1 in threads mode read 1.30x
+ * will-it-scale's from a forked host). The counters and the test's shared area are memfds (or the
+ * harness's counters file) whose descriptors the host inherits and maps again.
  *
  * With --counters PATH the counter region is a file the mosbench harness maps to read the per-task
  * counters whenever it samples; the driver then just runs until SIGTERM/SIGINT or --timeout. Without
@@ -426,6 +435,15 @@ static int make_workdir(char *out, size_t len, const char *parent)
 	return mkdtemp(out) ? 0 : errno;
 }
 
+static int self_exe(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	if (n <= 0)
+		return n < 0 ? errno : ENOENT;
+	buf[n] = 0;
+	return 0;
+}
+
 /*
  * Runs the rest of the program with address-space randomisation off, as will-it-scale's runtest does
  * (setarch -R): where the heap and mappings land changes brk, mmap and page-fault costs by 10% or more
@@ -437,18 +455,59 @@ static void without_aslr(char **argv)
 	if (persona < 0 || (persona & ADDR_NO_RANDOMIZE))
 		return;
 	char self[4096];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0 || personality((unsigned long)persona | ADDR_NO_RANDOMIZE) < 0)
+	if (self_exe(self, sizeof(self)) || personality((unsigned long)persona | ADDR_NO_RANDOMIZE) < 0)
 		return;
-	self[n] = 0;
 	execv(self, argv); /* by its own name, so ps and perf still say mosbench-micro */
+}
+
+/*
+ * In the forked host: executes this program again with the supervisor's arguments and --host, which
+ * names the descriptors of the counters and the shared area and the scratch directory.
+ */
+static _Noreturn void exec_host(int argc, char **argv, int cfd, int sfd, const struct driver *r)
+{
+	char self[4096], spec[sizeof(r->workdir) + 32];
+	char **args = calloc((size_t)argc + 3, sizeof(*args));
+	int err = args ? self_exe(self, sizeof(self)) : ENOMEM;
+	if (!err) {
+		snprintf(spec, sizeof(spec), "%d,%d,%s", cfd, sfd, r->workdir);
+		memcpy(args, argv, (size_t)argc * sizeof(*args));
+		args[argc] = "--host";
+		args[argc + 1] = spec;
+		execv(self, args);
+		err = errno;
+	}
+	record_failure(r->hdr, -1, "exec of the host", err);
+	_exit(1);
+}
+
+/* The executed host: maps what the supervisor made and starts the tasks. */
+static _Noreturn void host_resume(struct driver *r, const char *spec)
+{
+	int cfd, sfd, at = 0;
+	if (sscanf(spec, "%d,%d,%n", &cfd, &sfd, &at) != 2 || !at || strlen(spec + at) >= sizeof(r->workdir))
+		_exit(1);
+	r->hdr = mmap(NULL, r->region_size, PROT_READ | PROT_WRITE, MAP_SHARED, cfd, 0);
+	if (r->hdr == MAP_FAILED)
+		_exit(1); /* nothing to record it in: the supervisor reports the host's end */
+	close(cfd);
+	if (r->test->shared_size) {
+		r->shared = mmap(NULL, r->test->shared_size, PROT_READ | PROT_WRITE, MAP_SHARED, sfd, 0);
+		if (r->shared == MAP_FAILED) {
+			record_failure(r->hdr, -1, "mmap of the shared area", errno);
+			_exit(1);
+		}
+		close(sfd);
+	}
+	strcpy(r->workdir, spec + at);
+	host_main(r);
 }
 
 int main(int argc, char **argv)
 {
 	without_aslr(argv);
 	struct driver r = { .mode = MICRO_PROCS };
-	const char *test_name = NULL, *cpus = NULL, *counters = NULL, *workdir_parent = NULL;
+	const char *test_name = NULL, *cpus = NULL, *counters = NULL, *workdir_parent = NULL, *host_spec = NULL;
 	double warmup = 1, duration = 5, timeout = 3600;
 	bool standalone;
 	static const struct option opts[] = {
@@ -460,7 +519,9 @@ int main(int argc, char **argv)
 		{ "duration", required_argument, NULL, 'd' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "param", required_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },	  { 0 }
+		{ "help", no_argument, NULL, 'h' },
+		{ "host", required_argument, NULL, 'H' }, /* internal: the executed host (exec_host) */
+		{ 0 }
 	};
 
 	for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
@@ -493,6 +554,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'h': usage(stdout); return 0;
+		case 'H': host_spec = optarg; break;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -515,8 +577,10 @@ int main(int argc, char **argv)
 	standalone = !counters;
 
 	r.region_size = SLOTS_OFFSET + (size_t)r.ntasks * SLOT_STRIDE;
-	int cfd = -1;
+	if (host_spec)
+		host_resume(&r, host_spec);
 	char counters_tmp[4096];
+	int cfd;
 	if (counters) {
 		/* Made under a temporary name and renamed once the header is written: whoever sees the file
 		 * sees it whole (the harness once read a header that was not written yet). */
@@ -525,19 +589,19 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		cfd = open(counters_tmp, O_RDWR | O_CREAT | O_EXCL, 0644);
-		if (cfd < 0 || ftruncate(cfd, (off_t)r.region_size)) {
-			fprintf(stderr, "mosbench-micro: %s: %s\n", counters_tmp, strerror(errno));
-			return 1;
-		}
+	} else {
+		snprintf(counters_tmp, sizeof(counters_tmp), "memfd");
+		cfd = memfd_create("mosbench-micro-counters", 0);
 	}
-	r.hdr = mmap(NULL, r.region_size, PROT_READ | PROT_WRITE,
-		     MAP_SHARED | (cfd < 0 ? MAP_ANONYMOUS : 0), cfd, 0);
+	if (cfd < 0 || ftruncate(cfd, (off_t)r.region_size)) {
+		fprintf(stderr, "mosbench-micro: %s: %s\n", counters_tmp, strerror(errno));
+		return 1;
+	}
+	r.hdr = mmap(NULL, r.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, cfd, 0);
 	if (r.hdr == MAP_FAILED) {
 		perror("mosbench-micro: mmap");
 		return 1;
 	}
-	if (cfd >= 0)
-		close(cfd);
 	memcpy(r.hdr->magic, MICRO_MAGIC, 8);
 	r.hdr->version = MICRO_VERSION;
 	r.hdr->ntasks = r.ntasks;
@@ -549,11 +613,13 @@ int main(int argc, char **argv)
 		unlink(counters_tmp);
 		return 1;
 	}
+	int sfd = -1;
 	if (r.test->shared_size) {
-		r.shared = mmap(NULL, r.test->shared_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-				-1, 0);
-		if (r.shared == MAP_FAILED) {
-			perror("mosbench-micro: mmap shared");
+		sfd = memfd_create("mosbench-micro-shared", 0);
+		if (sfd < 0 || ftruncate(sfd, (off_t)r.test->shared_size) ||
+		    (r.shared = mmap(NULL, r.test->shared_size, PROT_READ | PROT_WRITE, MAP_SHARED, sfd, 0)) ==
+			    MAP_FAILED) {
+			perror("mosbench-micro: shared area");
 			return 1;
 		}
 	}
@@ -592,10 +658,16 @@ int main(int argc, char **argv)
 			_exit(1);
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGCHLD, SIG_DFL);
-		signal(SIGINT, SIG_IGN); /* a terminal's Ctrl-C reaches the supervisor, which stops us */
-		host_main(&r);
+		/* A terminal's Ctrl-C or hang-up reaches the supervisor, which stops us; ignored stays ignored
+		 * across the exec. */
+		signal(SIGINT, SIG_IGN);
+		signal(SIGHUP, SIG_IGN);
+		exec_host(argc, argv, cfd, sfd, &r);
 	}
 	setpgid(host, host); /* both sides set it, so no kill(-host) can race ahead of the child's */
+	close(cfd);
+	if (sfd >= 0)
+		close(sfd);
 
 	int rc = 0, status;
 	bool host_gone = false;
