@@ -7,11 +7,12 @@ libhwloc-dev) and point --wis at the directory holding its `<test>_processes` an
 
 Both tools run with the same task counts, pinned one task per CPU in the same order, with files in
 the same directory (/tmp, will-it-scale's), address-space randomisation off (will-it-scale's runtest.py
-uses setarch -R; mosbench-micro turns it off itself). Each round runs ours and theirs back to back, alternating
-which goes first; each measurement skips the warm-up seconds and averages the next seconds of
-per-second counts (will-it-scale prints them as it goes; it is stopped by its process group once
-enough have come). Prints every test's median ops/s for each tool and ours/theirs, with the rounds;
-at the end, how many pairs are within ±5% and how much of the CPU time the host stole meanwhile.
+uses setarch -R; mosbench-micro turns it off itself) and no descriptor inherited from the shell. Each
+round runs ours and theirs back to back, alternating which goes first; each measurement skips the
+warm-up seconds and averages the next seconds of per-second counts (will-it-scale prints them as it
+goes; it is stopped by its process group once enough have come). Prints every test's median ops/s for
+each tool and ours/theirs, with the rounds; at the end, how many pairs are within ±5% and how much of
+the CPU time the host stole meanwhile.
 
 A ratio outside ±5% may still be noise: beside it the script prints each tool's spread over its rounds
 (interquartile range over median) and a 95% bootstrap interval of the ratio of medians. A pair is
@@ -128,6 +129,12 @@ def main() -> None:
     ap.add_argument("--same", action="store_true",
                     help="will-it-scale against itself in place of ours: the host's noise floor")
     args = ap.parse_args()
+    # will-it-scale's tasks share the descriptor table of the process this script starts (in thread
+    # mode), and a forked child's table is sized by and keeps every descriptor open in its parent; ours
+    # get a fresh one from their supervisor. Contended descriptor tests swing 2x with the table's state
+    # (will-it-scale's dup1 at two threads: 2.4M ops/s with an unrelated fd 251 inherited, 4.3M without),
+    # so descriptors inherited from whatever started this script are closed before either tool runs.
+    os.closerange(3, os.sysconf("SC_OPEN_MAX"))
     ncpu = len(os.sched_getaffinity(0))
     tests = args.tests.split(",") if args.tests else shared_tests(args.wis)
     counts = [ncpu if t == "max" else int(t) for t in args.tasks.split(",")]

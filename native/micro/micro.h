@@ -59,10 +59,19 @@ struct micro_test {
 /* The value of a --param NAME=VALUE given to the driver, or def when none was given. */
 long micro_param(const char *name, long def);
 
-/* Single writer per counter: a relaxed load and store compile to a plain add, yet stay race-free. */
+/*
+ * Single writer per counter; readers are other processes. On x86-64 one add to memory, the instruction
+ * will-it-scale's (*iterations)++ compiles to: a relaxed load and store compile to a load, an add and a
+ * store, which cost the 2.5 ns pthread_mutex1/2 loops 9% (371M against 408M ops/s at one process).
+ * An aligned 8-byte add is never seen torn.
+ */
 static inline void micro_add_to(_Atomic uint64_t *ops, uint64_t n)
 {
+#if defined(__x86_64__)
+	__asm__ volatile("addq %1, %0" : "+m"(*(uint64_t *)ops) : "er"(n));
+#else
 	atomic_store_explicit(ops, atomic_load_explicit(ops, memory_order_relaxed) + n, memory_order_relaxed);
+#endif
 }
 
 static inline void micro_add(struct micro_task *t, uint64_t n)
