@@ -15,7 +15,7 @@ import statistics
 import subprocess
 from pathlib import Path
 
-from mosbench.report.rows import si
+from mosbench.units import si
 
 ROOT = Path(__file__).resolve().parent.parent
 BINARY = ROOT / "native" / "build" / "mosbench-scale"

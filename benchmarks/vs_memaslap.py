@@ -32,8 +32,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mosbench import cpulist, native, ports  # noqa: E402
+from mosbench import cpulist, native  # noqa: E402
 from mosbench.workloads.memcached import server_user  # noqa: E402
+from mosbench.workloads.server import ports  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 

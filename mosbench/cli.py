@@ -14,12 +14,18 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from mosbench import analysis, environment, journal, plan, profile, store, topology, workloads
-from mosbench import placement as placing
+from mosbench import workloads
+from mosbench.analysis import cells as analysis
+from mosbench.analysis import profiles
 from mosbench.errors import UserError
-from mosbench.isolation import ISOLATIONS, preflight
-from mosbench.processes import harness_priority
+from mosbench.launch.processes import harness_priority
+from mosbench.machine import environment, journal, topology
+from mosbench.machine import placement as placing
+from mosbench.machine.isolation import ISOLATIONS, preflight
 from mosbench.report import table
+from mosbench.run import plan
+from mosbench.run import profiler as profile
+from mosbench.store import db as store
 
 
 class PipeSafe(io.TextIOBase):
@@ -130,7 +136,7 @@ def cli() -> None:
 def run(selections, cores, variants, trials, duration, warmup, interval, placement, isolation, params, profiling,
         label, resume_ref, store_url) -> None:
     """Run SELECTIONS (workload or workload/test) over core counts, storing every point."""
-    from mosbench.sweep import Sweep  # the sweep pulls in rich's live display; keep `list` fast
+    from mosbench.run.sweep import Sweep  # the sweep pulls in rich's live display; keep `list` fast
 
     _recover()
     topo = topology.read()
@@ -222,7 +228,7 @@ def show(run_ref, store_url) -> None:
     """A run as a terminal table (RUN is an id or 'latest')."""
     _recover()
     db = store.Store(store_url)
-    from mosbench import profile, verdict
+    from mosbench.analysis import verdict
     from mosbench.report import rows
 
     r = db.run(run_ref)
@@ -234,7 +240,7 @@ def show(run_ref, store_url) -> None:
     for t in table.series_tables(series):
         console.print(t)
     console.print(table.summary_table(series))
-    console.print(table.render(rows.verdict_table(verdict.judge_all(series, profile.by_series(pts)))))
+    console.print(table.render(rows.verdict_table(verdict.judge_all(series, profiles.by_series(pts)))))
 
 
 @cli.command()
@@ -257,7 +263,7 @@ def report(run_refs, output: Path, store_url) -> None:
 def compare(run_refs, store_url) -> None:
     """Runs compared with the first (RUN is an id or 'latest'): the environment's differences first,
     then each matched point's change with its 95% interval, flagged where Welch's t-test says so."""
-    from mosbench import compare as comparing
+    from mosbench.analysis import compare as comparing
     from mosbench.report import rows
 
     if len(run_refs) < 2:
@@ -331,7 +337,7 @@ def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, store_url) -> None:
     With RUN (default: the latest run), s and c are fitted to its scale/lock points for each lock;
     with --s and --c, the model is drawn from them alone.
     """
-    from mosbench import lockmodel
+    from mosbench.workloads import lockmodel
 
     if (s_ns is None) != (c_ns is None):
         raise UserError("give --s and --c together, or neither to fit them to a run")
@@ -376,7 +382,7 @@ def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, store_url) -> None:
 def model_scaling(run_ref, up_to, output, store_url) -> None:
     """Amdahl's law and the Universal Scalability Law fitted to every curve of RUN (default: latest),
     with 95% bootstrap intervals, the predicted peak and per-core throughput past the measured cores."""
-    from mosbench import scaling
+    from mosbench.analysis import scaling
     from mosbench.report import plots, rows
 
     db = store.Store(store_url)
@@ -400,7 +406,7 @@ def model_scaling(run_ref, up_to, output, store_url) -> None:
 @cli.command()
 def doctor() -> None:
     """What this machine supports: topology, cgroups, hotplug, perf events, huge pages, packages."""
-    from mosbench import doctor as checks
+    from mosbench.machine import doctor as checks
 
     _recover()
     t = Table(show_header=False)
@@ -428,7 +434,7 @@ def vm(shape, nodes, memory_mb, cgroup_version, suite, timeout_min, store_url) -
     """Boot this machine's userland in a many-core guest (QEMU), sweep every path there, check what only a
     big machine can fail, and keep the guest's runs in this store. Throughput there is not a performance
     figure: the vCPUs far outnumber this machine's CPUs."""
-    from mosbench import vm as guest_vm
+    from mosbench.guest import host as guest_vm
 
     _recover()
     want = guest_vm.parse_shape(shape, nodes, memory_mb)
@@ -463,7 +469,7 @@ def vm(shape, nodes, memory_mb, cgroup_version, suite, timeout_min, store_url) -
         source.engine.dispose()
 
     def guest_command(share: Path) -> str:
-        return shlex.join([sys.executable, "-m", "mosbench.vmguest", "--share", str(share), "--suite", suite,
+        return shlex.join([sys.executable, "-m", "mosbench.guest.inside", "--share", str(share), "--suite", suite,
                            "--shape", shape, "--nodes", str(want.nodes), "--cgroup", cgroup_version])
 
     result = guest.run(guest_command, limit_s, show, keep)

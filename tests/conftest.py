@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mosbench import native, topology
+from mosbench import native
+from mosbench.machine import topology
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ROOT = Path(__file__).resolve().parent.parent

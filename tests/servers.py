@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from mosbench import store, topology, workloads
-from mosbench.plan import Plan, resolve_selections
-from mosbench.sweep import Sweep
+from mosbench import workloads
+from mosbench.machine import topology
+from mosbench.run.plan import Plan, resolve_selections
+from mosbench.run.sweep import Sweep
+from mosbench.store import db as store
 from tests.conftest import needs_native, needs_root
 from tests.test_run_system import _leftovers, _our_cgroups
 
@@ -42,7 +44,7 @@ def run_points(tmp_path: Path, monkeypatch, workload: str, test: str = "", varia
     assert outcome.status == "complete"
     # The run's guardian lives as long as its harness (this test process); nothing else may.
     left = [p for p in _leftovers(str(tmp_path)) + _leftovers("/dev/shm/mosbench-run")
-            if "mosbench.guardian" not in p]
+            if "mosbench.machine.guardian" not in p]
     assert not left and not _our_cgroups()
     return db.points(run_id)
 

@@ -1,6 +1,6 @@
 import pytest
 
-from mosbench import accounting
+from mosbench.machine import accounting
 from tests.conftest import FIXTURES
 
 

@@ -6,8 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from mosbench import compare, store
-from mosbench.analysis import build_series
+from mosbench.analysis import compare
+from mosbench.analysis.cells import build_series
+from mosbench.store import db as store
 from tests.conftest import mosbench
 from tests.test_store import _point
 

@@ -1,7 +1,7 @@
 import pytest
 
 from mosbench.errors import UserError
-from mosbench.placement import parse_core_counts
+from mosbench.machine.placement import parse_core_counts
 
 
 def test_forms(load_topology):

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from mosbench import journal
 from mosbench.errors import UserError
+from mosbench.machine import journal
 from mosbench.workloads import exim
 from tests.servers import needs_server, run_points, taken_port
 from tests.test_run_system import ROOT, _leftovers, _our_cgroups
@@ -209,4 +209,4 @@ def test_a_killed_harness_leaves_no_trusted_line_and_no_exim(tmp_path):
         time.sleep(0.1)
     assert not list(state.glob("run-*.json")), "the guardian did not finish"
     assert _trusted_lines() == before
-    assert not [p for p in _leftovers("mosbench-run") if "mosbench.guardian" not in p] and not _our_cgroups()
+    assert not [p for p in _leftovers("mosbench-run") if "mosbench.machine.guardian" not in p] and not _our_cgroups()

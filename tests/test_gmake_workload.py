@@ -4,9 +4,8 @@ import time
 
 import pytest
 
-from mosbench import linuxsrc
 from mosbench.errors import PointFailed, UserError
-from mosbench.workloads import gmake
+from mosbench.workloads import gmake, linuxsrc
 from tests.conftest import needs_root
 from tests.servers import run_points
 from tests.test_run_system import _leftovers

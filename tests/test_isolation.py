@@ -1,7 +1,7 @@
 from pathlib import Path
 
-from mosbench.isolation import Hotplug, detect_cgroups
-from mosbench.journal import Journal
+from mosbench.machine.isolation import Hotplug, detect_cgroups
+from mosbench.machine.journal import Journal
 
 
 def _fake_sys(tmp_path: Path, n: int) -> Path:

@@ -4,7 +4,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from mosbench import journal
+from mosbench.machine import journal
 from tests.conftest import needs_root
 
 

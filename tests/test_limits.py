@@ -1,6 +1,6 @@
 """The client-bound verdict from a point's numbers, each way it can go."""
 
-from mosbench import limits
+from mosbench.workloads.server import limits
 
 
 def point(**kw):

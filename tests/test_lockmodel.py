@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from mosbench.lockmodel import LockParams, core_axis, fit
+from mosbench.workloads.lockmodel import LockParams, core_axis, fit
 
 
 def test_one_core_is_the_loop_time():

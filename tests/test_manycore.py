@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mosbench import vm
-from mosbench.store import Store
+from mosbench.guest import host as vm
+from mosbench.store.db import Store
 from tests.conftest import mosbench, needs_native, needs_root
 
 MISSING = vm.missing_tools()

@@ -78,7 +78,7 @@ def test_a_process_that_dies_mid_window_fails_the_point(tmp_path, monkeypatch, v
 
 
 def test_veth_path_runs_and_leaves_no_namespace(tmp_path, monkeypatch):
-    from mosbench import netns
+    from mosbench.workloads.server import netns
 
     made = []
     create = netns.create

@@ -2,8 +2,8 @@
 
 import pytest
 
-from mosbench import plan
 from mosbench.errors import UserError
+from mosbench.run import plan
 from mosbench.workloads.base import Param
 
 

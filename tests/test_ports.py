@@ -4,8 +4,8 @@ import socket
 
 import pytest
 
-from mosbench import ports
 from mosbench.errors import UserError
+from mosbench.workloads.server import ports
 
 
 def test_free_ports_skip_a_taken_one_and_cover_256_instances():

@@ -19,9 +19,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mosbench import journal, pgcluster, store, syscalls
 from mosbench.errors import PointFailed, UserError
-from mosbench.workloads import postgres
+from mosbench.machine import journal
+from mosbench.store import db as store
+from mosbench.workloads.postgres import cluster as pgcluster
+from mosbench.workloads.postgres import syscalls
+from mosbench.workloads.postgres import workload as postgres
 from tests.servers import needs_server, run_points, taken_port
 from tests.test_run_system import ROOT, _our_cgroups
 

@@ -6,8 +6,10 @@ from collections import Counter
 
 import pytest
 
-from mosbench import profile, store
+from mosbench.analysis import profiles
 from mosbench.report import flamegraph, html
+from mosbench.run import profiler as profile
+from mosbench.store import db as store
 from tests.conftest import mosbench, needs_native, needs_root
 from tests.test_run_system import _our_cgroups
 
@@ -74,14 +76,14 @@ def _point(cores, stacks, work, trial=1, **kw):
 
 def test_time_per_unit_of_work_and_what_grew():
     # One core: 1000 samples of 1 ms on 1M ops = 1 µs/op, all in getppid.
-    one = profile.Profile.of_points([_point(1, {"m;getppid;sys_getppid_[k]": 1000, "swapper;idle_[k]": 50}, 1e6)])
+    one = profiles.Profile.of_points([_point(1, {"m;getppid;sys_getppid_[k]": 1000, "swapper;idle_[k]": 50}, 1e6)])
     # Two cores, two trials added up: 2 ms... per op grew into a lock.
-    two = profile.Profile.of_points([
+    two = profiles.Profile.of_points([
         _point(2, {"m;getppid;sys_getppid_[k]": 1000, "m;getppid;spin_lock_[k]": 1000}, 1e6),
         _point(2, {"m;getppid;sys_getppid_[k]": 1000, "m;getppid;spin_lock_[k]": 1000}, 1e6, trial=2)])
     assert one.self_time() == {"sys_getppid_[k]": pytest.approx(1.0)}  # idle is not work's time
     assert two.self_time() == {"sys_getppid_[k]": pytest.approx(1.0), "spin_lock_[k]": pytest.approx(1.0)}
-    grew = profile.growth(one, two)
+    grew = profiles.growth(one, two)
     assert grew[0].function == "spin_lock_[k]" and grew[0].change_us == pytest.approx(1.0)
     assert grew[1].function == "sys_getppid_[k]" and grew[1].change_us == pytest.approx(0.0)
     assert two.leaf_comms() == {"sys_getppid_[k]": "m", "spin_lock_[k]": "m"}
@@ -90,7 +92,7 @@ def test_time_per_unit_of_work_and_what_grew():
 def test_profiles_are_grouped_by_series_and_points_without_one_are_left_out():
     pts = [_point(1, {"m;a": 10}, 100.0), _point(2, {"m;a": 10}, 100.0), _point(2, {"m;b": 10}, 100.0, trial=2),
            dict(_point(4, {"m;a": 1}, 1.0), status="failed"), dict(_point(8, {}, 1.0), profile=None)]
-    found = profile.by_series(pts)
+    found = profiles.by_series(pts)
     assert list(found) == [("micro", "getppid1", "procs")]
     by_cores = found[("micro", "getppid1", "procs")]
     assert sorted(by_cores) == [1, 2] and by_cores[2].work == 200.0 and by_cores[2].stacks == Counter({"m;a": 10,
@@ -98,16 +100,17 @@ def test_profiles_are_grouped_by_series_and_points_without_one_are_left_out():
 
 
 def test_hardware_counters_per_unit_and_their_absence():
-    with_pmu = profile.Profile.of_points([_point(1, {"m;a": 1}, 100.0, pmu={"cycles": 4000.0, "instructions": 2000.0})])
+    with_pmu = profiles.Profile.of_points([_point(1, {"m;a": 1}, 100.0,
+                                                  pmu={"cycles": 4000.0, "instructions": 2000.0})])
     assert with_pmu.hardware_per_unit() == {"cycles_per_unit": 40.0, "instructions_per_unit": 20.0, "ipc": 0.5}
-    without = profile.Profile.of_points([_point(1, {"m;a": 1}, 100.0, pmu_absent="no hardware counters")])
+    without = profiles.Profile.of_points([_point(1, {"m;a": 1}, 100.0, pmu_absent="no hardware counters")])
     assert without.hardware_per_unit() == {} and without.pmu_absent == "no hardware counters"
     assert profile.parse_pmu("1234,,cycles,100.00,,\n<not supported>,,instructions,0,100.00,,\n") == {"cycles": 1234.0}
 
 
 def test_the_flame_graph_is_as_wide_as_the_time_and_red_where_it_grew():
-    one = profile.Profile.of_points([_point(1, {"m;getppid;sys_getppid_[k]": 1000}, 1e6)])
-    two = profile.Profile.of_points([_point(2, {"m;getppid;sys_getppid_[k]": 1000, "m;getppid;spin_lock_[k]": 3000},
+    one = profiles.Profile.of_points([_point(1, {"m;getppid;sys_getppid_[k]": 1000}, 1e6)])
+    two = profiles.Profile.of_points([_point(2, {"m;getppid;sys_getppid_[k]": 1000, "m;getppid;spin_lock_[k]": 3000},
                                             1e6)])
     svg = flamegraph.svg(one, two, 1, 2, "op")
     rects = {m[1]: (float(m[2]), m[3]) for m in re.finditer(
@@ -197,5 +200,5 @@ def test_lock_stat_stands_in_for_the_tracepoints_where_the_kernel_keeps_it():
         ("&mm->mmap_lock-R", 100, 19279.12), ("&mm->mmap_lock-W", 84, 16371.53), ("unix_table_lock", 112, 163.91)]
     assert locks[1]["stack"] == ["khugepaged_scan_mm_slot+0x57/0x280", "__do_page_fault+0x1d4/0x510"]
     assert locks[2]["stack"] == ["unix_create1+0x16e/0x1b0"]  # the uncontended class after it takes none
-    prof = profile.Profile.of_points([_point(2, {"m;a": 1}, 100.0, locks=locks, locks_work=1000.0)])
+    prof = profiles.Profile.of_points([_point(2, {"m;a": 1}, 100.0, locks=locks, locks_work=1000.0)])
     assert prof.lock_waits()[0][0] == "&mm->mmap_lock-R" and prof.lock_waits()[0][2] == pytest.approx(19.27912)

@@ -8,9 +8,8 @@ import tarfile
 
 import pytest
 
-from mosbench import linuxsrc
 from mosbench.errors import UserError
-from mosbench.workloads import psearchy
+from mosbench.workloads import linuxsrc, psearchy
 from tests.conftest import ROOT, mosbench, needs_native
 
 REFERENCE = ROOT / "native" / "psearchy" / "tests" / "reference.py"

@@ -4,9 +4,12 @@ import json
 
 import pytest
 
-from mosbench import analysis, lockmodel, scaling, store
-from mosbench.lockmodel import LockParams
+from mosbench.analysis import cells as analysis
+from mosbench.analysis import scaling
 from mosbench.report import html, plots, rows, table
+from mosbench.store import db as store
+from mosbench.workloads import lockmodel
+from mosbench.workloads.lockmodel import LockParams
 from tests.conftest import FIXTURES
 
 

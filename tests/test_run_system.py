@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mosbench.isolation import detect_cgroups
+from mosbench.machine.isolation import detect_cgroups
 from tests.conftest import ROOT, mosbench, needs_native, needs_root
 
 pytestmark = needs_native
@@ -122,7 +122,7 @@ def test_sigterm_mid_point(tmp_path):
 
 def _guardians(journal_dir: Path) -> list[int]:
     """PIDs of guardians watching journals in journal_dir (their command line names it)."""
-    return [int(line.split(":")[0]) for line in _leftovers(str(journal_dir)) if "mosbench.guardian" in line]
+    return [int(line.split(":")[0]) for line in _leftovers(str(journal_dir)) if "mosbench.machine.guardian" in line]
 
 
 def _start_and_kill_harness(tmp_path: Path, *extra: str) -> tuple[Path, Path, subprocess.Popen, list[Path]]:
@@ -264,7 +264,7 @@ def test_windows_keep_their_length_when_every_cpu_is_busy(tmp_path):
 
 @needs_root
 def test_the_workload_never_inherits_the_harness_priority():
-    from mosbench.processes import harness_priority
+    from mosbench.launch.processes import harness_priority
 
     with harness_priority() as how:
         assert how.startswith("SCHED_FIFO")
@@ -277,9 +277,11 @@ def test_the_workload_never_inherits_the_harness_priority():
 @needs_root
 def test_load_generator_has_a_group_of_its_own_on_shared_cpus(tmp_path, monkeypatch):
     """At max cores the client must share the measured CPUs; its CPU time still is not the server's."""
-    from mosbench import store, topology, workloads
-    from mosbench.plan import Plan
-    from mosbench.sweep import Sweep
+    from mosbench import workloads
+    from mosbench.machine import topology
+    from mosbench.run.plan import Plan
+    from mosbench.run.sweep import Sweep
+    from mosbench.store import db as store
     from mosbench.workloads.base import Instance, PointContext, Sample, Variant, Workload
 
     burn = [sys.executable, "-c", "import time\nend = time.time() + 60\nwhile time.time() < end: pass"]
@@ -337,9 +339,11 @@ def test_load_generator_has_a_group_of_its_own_on_shared_cpus(tmp_path, monkeypa
 def test_a_signal_whose_exception_a_finaliser_drops_still_ends_the_run(tmp_path, monkeypatch):
     """Python prints and drops an exception raised in a __del__; a SIGTERM that lands there must still
     end the run (incomplete, resumable) at the next point, not let it run to its last."""
-    from mosbench import store, topology, workloads
-    from mosbench.plan import Plan
-    from mosbench.sweep import Sweep
+    from mosbench import workloads
+    from mosbench.machine import topology
+    from mosbench.run.plan import Plan
+    from mosbench.run.sweep import Sweep
+    from mosbench.store import db as store
     from mosbench.workloads.base import Instance, Sample, Variant, Workload
 
     class SignalledInFinaliser:

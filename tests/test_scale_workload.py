@@ -4,8 +4,8 @@ import sqlite3
 
 import pytest
 
-from mosbench import plan
 from mosbench.errors import UserError
+from mosbench.run import plan
 from tests.conftest import mosbench, needs_native
 
 pytestmark = needs_native

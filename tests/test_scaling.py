@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from mosbench import scaling
+from mosbench.analysis import scaling
 
 # The Cisco benchmark of Baron Schwartz's "Practical Scalability Analysis with the Universal Scalability
 # Law" (concurrency 1..32, throughput), whose USL coefficients the book lists and usl4j reproduces to

@@ -1,8 +1,8 @@
 import pytest
 import sqlalchemy as sa
 
-from mosbench import store
 from mosbench.errors import UserError
+from mosbench.store import db as store
 
 
 def _point(**kw):

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from mosbench import pgcluster, store
+from mosbench.store import db as store
+from mosbench.workloads.postgres import cluster as pgcluster
 from tests.conftest import ROOT, needs_native, needs_root
 from tests.test_run_system import _leftovers, _our_cgroups
 

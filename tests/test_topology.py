@@ -1,8 +1,9 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mosbench import cpulist, topology
-from mosbench.placement import assign, boundaries, default_series, order
+from mosbench import cpulist
+from mosbench.machine import topology
+from mosbench.machine.placement import assign, boundaries, default_series, order
 from tests.fixtures.make_topologies import machine
 
 

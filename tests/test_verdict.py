@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from mosbench import analysis, profile, verdict, workloads
+from mosbench import workloads
+from mosbench.analysis import cells as analysis
+from mosbench.analysis import profiles, verdict
 from tests.fixtures import __file__ as fixtures_init
 from tests.test_store import _point
 
@@ -20,7 +22,7 @@ CASES = json.loads((Path(fixtures_init).parent / "verdict-cases.json").read_text
 
 def _verdicts(points):
     return {(v.name, v.variant): v for v in verdict.judge_all(analysis.build_series(points),
-                                                                profile.by_series(points))}
+                                                                profiles.by_series(points))}
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +115,7 @@ def test_tasks_asleep_on_a_traced_kernel_mutex_name_the_lock_the_trace_found():
                 "wait_total_us": p["work"] * (0.0 if p["cores"] == 1 else 4000.0),
                 "stack": ["down_write_[k]", "ext4_llseek_[k]", "ksys_lseek_[k]"]}
         p["profile"] = {"stacks": busy, "period_ns": 1e6, "locks": [lock], "locks_work": p["work"]}
-    v = verdict.judge_all(analysis.build_series(pts), profile.by_series(pts))[0]
+    v = verdict.judge_all(analysis.build_series(pts), profiles.by_series(pts))[0]
     assert v.category == "kernel" and v.cause.startswith("tasks sleep on a contended kernel lock")
     assert "inode lock (i_rwsem)" in v.cause
     assert any(e.startswith("perf lock: rwsem:W from ext4_llseek") for e in v.evidence)

@@ -8,11 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from mosbench import accounting, journal, placement, plan, vm, vmguest, workloads
+from mosbench import workloads
 from mosbench.errors import UserError
-from mosbench.isolation import ISOLATIONS
+from mosbench.guest import host as vm
+from mosbench.guest import inside as vmguest
+from mosbench.machine import accounting, journal, placement
+from mosbench.machine.isolation import ISOLATIONS
 from mosbench.report import html
-from mosbench.store import Store
+from mosbench.run import plan
+from mosbench.store.db import Store
 from tests.conftest import needs_root
 
 

@@ -6,8 +6,8 @@ import time
 import pytest
 
 from mosbench.errors import PointFailed
-from mosbench.isolation import Group
-from mosbench.sweep import Window, measure
+from mosbench.machine.isolation import Group
+from mosbench.run.sweep import Window, measure
 from mosbench.workloads.base import Instance, Sample
 
 CPUS = tuple(sorted(os.sched_getaffinity(0)))
@@ -87,7 +87,7 @@ def test_ends_only_sampling_still_measures():
 
 
 def test_a_clients_exact_count_replaces_the_sampled_one_which_stays_beside_it():
-    from mosbench.sweep import _count_exactly
+    from mosbench.run.sweep import _count_exactly
 
     values = {"work": 1000.0, "throughput": 500.0, "window_s": 2.0, "metrics": {}}
     _count_exactly(values, None)

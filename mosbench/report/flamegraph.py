@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from html import escape
 
-from mosbench.profile import IDLE_COMMS, Profile
+from mosbench.analysis.profiles import IDLE_COMMS, Profile
 
 WIDTH = 1100
 ROW = 16

@@ -13,20 +13,22 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
-from mosbench import analysis, compare, profile, scaling, store, verdict
+from mosbench.analysis import cells as analysis
+from mosbench.analysis import compare, profiles, scaling, verdict
 from mosbench.report import flamegraph, plots, rows
+from mosbench.store import db as store
 
 ENV_KEYS = ("hostname", "kernel", "kernel_version", "kernel_cmdline", "arch", "cpu_model", "topology_summary",
             "memory_bytes", "governor", "thp", "thp_defrag", "smt_control", "virtualization", "mosbench_version",
             "mosbench_commit", "harness_scheduling")
 
 
-def _profiles(group: list[analysis.Series], profiles: dict, files: Path, stem: str) -> list[dict[str, Any]]:
+def _profiles(group: list[analysis.Series], found: dict, files: Path, stem: str) -> list[dict[str, Any]]:
     """Per variant with profiles at two core counts or more: the differential table and flame graph
     from the fewest cores to the most."""
     out = []
     for s in group:
-        by_cores = profiles.get((s.workload, s.test, s.variant), {})
+        by_cores = found.get((s.workload, s.test, s.variant), {})
         if not by_cores:
             continue
         low, high = min(by_cores), max(by_cores)
@@ -50,15 +52,15 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
     files = output.parent / f"{output.stem}_files"
     series: list[analysis.Series] = []
     per_run: list[list[analysis.Series]] = []
-    profiles: dict[tuple[str, str, str], dict[int, profile.Profile]] = {}  # by series, as labelled
+    found_profiles: dict[tuple[str, str, str], dict[int, profiles.Profile]] = {}  # by series, as labelled
     failures: list[dict[str, Any]] = []
     labels = compare.run_labels(runs)
     for r, label in zip(runs, labels, strict=True):
         pts = db.points(r["id"], with_logs=True, with_profiles=True)
         series.extend(analysis.build_series(pts, label if several else None))
         per_run.append(analysis.build_series(pts))
-        for (w, t, v), by_cores in profile.by_series(pts).items():
-            profiles[(w, t, f"{v} ({label})" if several else v)] = by_cores
+        for (w, t, v), by_cores in profiles.by_series(pts).items():
+            found_profiles[(w, t, f"{v} ({label})" if several else v)] = by_cores
         failures.extend({"run": label, "name": f"{p['workload']}/{p['test']}".rstrip("/"),
                          "variant": p["variant"], "cores": p["cores"], "trial": p["trial"], "cpus": p["cpus"],
                          "reason": p["reason"], "logs": (p.get("logs") or "")[-4000:]}
@@ -79,8 +81,8 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
         section["scaling_table"] = rows.scaling_table(group, fits, up_to)
         if fig := plots.scaling_figure(group, fits, up_to):
             section["scaling"] = Markup(plots.save(fig, files, f"{stem}_scaling"))
-        section["profiles"] = _profiles(group, profiles, files, stem)
-        section["verdicts"] = rows.verdict_table(verdict.judge_all(group, profiles))
+        section["profiles"] = _profiles(group, found_profiles, files, stem)
+        section["verdicts"] = rows.verdict_table(verdict.judge_all(group, found_profiles))
         if "syscalls" in analysis.figures_for(group[0]) and (fig := plots.syscalls_figure(group)):
             section["syscalls"] = Markup(plots.save(fig, files, f"{stem}_syscalls"))
         sections.append(section)
@@ -103,7 +105,8 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
                                   indent=1, sort_keys=True),
         } for r, label in zip(runs, labels, strict=True)],
         summary_svg=summary_svg, summary_table=rows.summary_table(series),
-        verdict_table=rows.verdict_table(verdict.judge_all(series, profiles)), sections=sections, failures=failures,
+        verdict_table=rows.verdict_table(verdict.judge_all(series, found_profiles)), sections=sections,
+        failures=failures,
         comparison=rows.comparison_tables(compare.compare_runs(runs, per_run, labels))
         if several else None,
         files=files.name,

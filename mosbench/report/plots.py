@@ -23,7 +23,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter, MaxNLocator
 
-from mosbench.analysis import Series, rate_scale, variant_rank
+from mosbench.analysis.cells import Series, rate_scale, variant_rank
 from mosbench.report.rows import cpu_unit
 
 COLORS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -175,7 +175,7 @@ def samples_figure(series: list[Series]) -> Figure | None:
 
 def lock_model_figure(fits: dict, up_to: int) -> Figure:
     """Measured scale/lock points with the fitted model of each lock, carried out to up_to cores."""
-    from mosbench.lockmodel import core_axis
+    from mosbench.workloads.lockmodel import core_axis
 
     fig, ax = plt.subplots(figsize=(7.2, 4.2), layout="constrained")
     xs = core_axis(up_to)
@@ -213,7 +213,7 @@ MODEL_STYLES = {"usl": ("-", "--"), "amdahl": ((0, (1, 1)), (0, (1, 3))), "lock"
 def scaling_figure(group: list[Series], fits: dict, up_to: int) -> Figure | None:
     """Measured per-core throughput with each fitted model, solid over the measured cores and dashed
     past them to up_to, its 95% band shaded; None where every model was refused."""
-    from mosbench.scaling import Refusal, prediction_band
+    from mosbench.analysis.scaling import Refusal, prediction_band
 
     if all(isinstance(f, Refusal) for by_model in fits.values() for f in by_model.values()):
         return None

@@ -11,17 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mosbench.analysis import Series, group_by_test, rate_scale
-
-
-def si(x: float | None, digits: int = 3) -> str:
-    """1234567 → 1.23M: throughputs span nine orders of magnitude across workloads."""
-    if x is None:
-        return "–"
-    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(x) >= scale:
-            return f"{x / scale:.{digits}g}{unit}"
-    return f"{x:.{digits}g}"
+from mosbench.analysis.cells import Series, group_by_test, rate_scale
+from mosbench.units import latency, si
 
 
 def rate(per_s: float, s: Series) -> str:
@@ -149,12 +140,6 @@ def client_limit(trials: list[dict]) -> str:
     return said
 
 
-def latency(us: float | None) -> str:
-    if us is None:
-        return "–"
-    return f"{us / 1000:.3g} ms" if us >= 1000 else f"{us:.3g} µs"
-
-
 def metrics_text(m: dict) -> str:
     """The workload's own measurements, compact: page faults, phase times, bytes per second."""
     parts = []
@@ -198,7 +183,7 @@ def scaling_table(group: list[Series], fits: dict, up_to: int) -> TableModel:
     """Each curve's fitted models (Amdahl, the USL, the workload's own): parameters with their 95%
     bootstrap intervals where the model has them, the predicted peak, per-core throughput carried past
     the measured cores, or why a model was refused."""
-    from mosbench.scaling import ModelFit, Refusal
+    from mosbench.analysis.scaling import ModelFit, Refusal
 
     first = group[0]
     factor, per = rate_scale(first)
@@ -261,8 +246,8 @@ def environment_table(labels: list[str], differences: list[tuple[str, list[str]]
 def change_table(base: str, other: str, found: list) -> TableModel:
     """Each matched point: both runs' mean per-core throughput ± its spread over n trials, the ratio
     with its 95% interval and Welch's p; styled only where the change is significant."""
-    from mosbench.analysis import workload_of
-    from mosbench.compare import ALPHA
+    from mosbench.analysis.cells import workload_of
+    from mosbench.analysis.compare import ALPHA
 
     t = TableModel(f"{other} against {base}: mean per-core throughput, ratio {other}/{base} "
                    f"[95% interval], flagged where Welch's t-test gives p < {ALPHA}",
@@ -303,8 +288,8 @@ def comparison_tables(found) -> list[TableModel]:
 
 def profile_table(name: str, variant: str, unit: str, low_cores: int, high_cores: int, low, high) -> TableModel:
     """The functions whose own CPU time per unit of work grew most from the fewest cores to the most
-    (profile.growth), with the command that spent it; hardware counters per unit where measured."""
-    from mosbench.profile import growth
+    (profiles.growth), with the command that spent it; hardware counters per unit where measured."""
+    from mosbench.analysis.profiles import growth
 
     t = TableModel(f"{name} {variant}: where the time per {unit} grew from {low_cores} to {high_cores} cores "
                    f"(own CPU µs per {unit}, perf samples)",

@@ -6,7 +6,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from mosbench.analysis import Series
+from mosbench.analysis.cells import Series
 from mosbench.report import rows
 from mosbench.report.rows import TableModel
 

@@ -10,7 +10,7 @@ from mosbench.workloads.gmake import Gmake
 from mosbench.workloads.memcached import Memcached
 from mosbench.workloads.metis import Metis
 from mosbench.workloads.micro import Micro
-from mosbench.workloads.postgres import Postgres
+from mosbench.workloads.postgres.workload import Postgres
 from mosbench.workloads.psearchy import Psearchy
 from mosbench.workloads.scale import Scale
 

@@ -19,9 +19,9 @@ from typing import Any
 
 from mosbench import native
 from mosbench.errors import PointFailed, UserError
-from mosbench.servers import Server
 from mosbench.workloads.base import Instance, Param, PointContext, TestInfo, Variant, open_path_to
-from mosbench.workloads.server import ServerInstance, ServerWorkload
+from mosbench.workloads.server.base import ServerInstance, ServerWorkload
+from mosbench.workloads.server.servers import Server
 
 APACHE = Path("/usr/sbin/apache2")
 MODULES = Path("/usr/lib/apache2/modules")

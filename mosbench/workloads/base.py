@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from mosbench.isolation import Group
-from mosbench.processes import Launcher
+from mosbench.launch.processes import Launcher
+from mosbench.machine.isolation import Group
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ class RunContext:
 
     def scratch_in(self, parent: Path, name: str) -> Path:
         """A scratch directory of this run in another filesystem, journaled: a killed run's is removed."""
-        from mosbench.journal import SCRATCH_PREFIX
+        from mosbench.machine.journal import SCRATCH_PREFIX
 
         d = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}-{name}-", dir=parent))
         self.launcher.journal.add_dir(d)
@@ -250,3 +250,8 @@ def open_path_to(path: Path, stop: Path) -> None:
         mode = d.stat().st_mode
         if not mode & 0o001:
             d.chmod((mode & 0o7777) | 0o011)
+
+
+def base_variant(variant: str) -> str:
+    """The workload's variant name of a series: compared runs label theirs "stock (run)"."""
+    return variant.split(" (")[0]

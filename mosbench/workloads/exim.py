@@ -28,9 +28,9 @@ from typing import Any
 
 from mosbench import native
 from mosbench.errors import PointFailed, UserError
-from mosbench.servers import Server
 from mosbench.workloads.base import Instance, Param, PointContext, Sample, Variant, open_path_to
-from mosbench.workloads.server import ServerInstance, ServerWorkload
+from mosbench.workloads.server.base import ServerInstance, ServerWorkload
+from mosbench.workloads.server.servers import Server
 
 EXIM = Path("/usr/sbin/exim4")
 TRUSTED = Path("/etc/exim4/trusted_configs")  # Debian's TRUSTED_CONFIG_LIST

@@ -23,8 +23,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mosbench import accounting, linuxsrc
 from mosbench.errors import PointFailed, UserError
+from mosbench.machine import accounting
+from mosbench.workloads import linuxsrc
 from mosbench.workloads.base import (
     Instance,
     Param,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mosbench.errors import PointFailed
-from mosbench.ready import line_printed, wait_ready
+from mosbench.launch.ready import line_printed, wait_ready
 from mosbench.workloads.base import Instance, PointContext, Sample
 
 

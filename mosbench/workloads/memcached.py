@@ -16,9 +16,9 @@ from typing import Any
 
 from mosbench import native
 from mosbench.errors import PointFailed, UserError
-from mosbench.servers import Server
 from mosbench.workloads.base import Instance, Param, PointContext, Variant
-from mosbench.workloads.server import ServerInstance, ServerWorkload
+from mosbench.workloads.server.base import ServerInstance, ServerWorkload
+from mosbench.workloads.server.servers import Server
 
 
 def server_user() -> list[str]:

@@ -23,9 +23,18 @@ from typing import Any
 
 from mosbench import cpulist, native
 from mosbench.errors import PointFailed, UserError
-from mosbench.processes import how_it_ended
-from mosbench.ready import file_ready, wait_ready
-from mosbench.workloads.base import Instance, Param, PointContext, RunContext, Sample, TestInfo, Variant, Workload
+from mosbench.launch.processes import how_it_ended
+from mosbench.launch.ready import file_ready, wait_ready
+from mosbench.workloads.base import (
+    Instance,
+    Param,
+    PointContext,
+    RunContext,
+    Sample,
+    TestInfo,
+    Variant,
+    Workload,
+)
 
 # Must match struct micro_header in native/micro/driver.c.
 MAGIC = b"MOSMICR1"

@@ -14,11 +14,12 @@ import os
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from mosbench import linuxsrc, native
+from mosbench import native
 from mosbench.errors import UserError
-from mosbench.linuxsrc import LINUX_TREE
+from mosbench.workloads import linuxsrc
 from mosbench.workloads.base import Instance, Param, PointContext, RunContext, Variant, Workload
 from mosbench.workloads.job import JobInstance
+from mosbench.workloads.linuxsrc import LINUX_TREE
 
 BINARY = "mosbench-psearchy"
 METRICS = ("job_s", "phase1_s", "phase2_s", "files", "bytes", "words", "entries", "flushes", "merge_passes", "dbs",

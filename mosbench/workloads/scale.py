@@ -86,7 +86,7 @@ class Scale(Workload):
         """scale/lock: the lock-collapse model, with a the run's par_ns and s no less than its cs_ns."""
         if test != "lock":
             return {}
-        from mosbench import lockmodel
+        from mosbench.workloads import lockmodel
 
         a, s_min = float(params.get("par_ns", PAR_NS)), float(params.get("cs_ns", 0))
         return {"lock": lambda series: lockmodel.fit_series(series, a, s_min)}

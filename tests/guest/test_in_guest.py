@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from mosbench import cpulist, placement, topology
-from mosbench.store import Store
-from mosbench.vmguest import GUEST_STORE, machine_state
+from mosbench import cpulist
+from mosbench.guest.inside import GUEST_STORE, machine_state
+from mosbench.machine import placement, topology
+from mosbench.store.db import Store
 
 SHARE = os.environ.get("MOSBENCH_GUEST_SHARE")
 pytestmark = pytest.mark.skipif(not SHARE, reason="runs inside a mosbench vm guest only (make test-manycore)")

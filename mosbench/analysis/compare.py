@@ -1,0 +1,149 @@
+"""Two or more runs side by side: what changed in the environment, then what changed in the numbers.
+
+Every run is compared with the first (the baseline). The environment comes first, so a user sees that
+the kernel, the CPU or a setting differs before reading any number. Points are matched by workload,
+test, variant and core count; a change is the ratio of the mean per-core throughputs over the ok
+trials, with a 95% interval and Welch's t-test (unequal variances), which needs two trials a side.
+A change is flagged only where the test says it is significant: on machines that vary ±10% between
+runs, a single difference of means says nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from mosbench.analysis.cells import Series
+from mosbench.workloads.base import base_variant
+
+ALPHA = 0.05
+# What a reader must see first when two runs differ, in this order; everything else after, sorted.
+FIRST_KEYS = ("kernel", "kernel_version", "kernel_cmdline", "cpu_model", "topology_summary", "memory_bytes",
+              "virtualization", "governor", "thp", "thp_defrag", "smt_control")
+# Differ between any two runs and say nothing about the result.
+IGNORED_KEYS = ("topology", "uid", "harness_scheduling")
+
+
+def flatten(env: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    """Nested facts as dotted keys (sysctls.vm.swappiness, postgres.settings.small-cache.fsync)."""
+    out: dict[str, str] = {}
+    for key, value in env.items():
+        name = f"{prefix}{key}"
+        if not prefix and key in IGNORED_KEYS:
+            continue
+        if isinstance(value, dict):
+            out.update(flatten(value, name + "."))
+        else:
+            out[name] = value if isinstance(value, str) else json.dumps(value)
+    return out
+
+
+def environment_differences(environments: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    """(key, each run's value) for every fact that is not the same in all runs; absent reads "–"."""
+    flat = [flatten(e) for e in environments]
+    keys = set().union(*flat)
+    differing = [k for k in keys if len({f.get(k, "–") for f in flat}) > 1]
+
+    def order(key: str) -> tuple[int, str]:
+        top = key.split(".")[0]
+        return (FIRST_KEYS.index(top) if top in FIRST_KEYS else len(FIRST_KEYS), key)
+
+    return [(k, [f.get(k, "–") for f in flat]) for k in sorted(differing, key=order)]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One matched point: the baseline's and the other run's per-core throughputs, and the verdict."""
+
+    workload: str
+    test: str
+    variant: str
+    cores: int
+    base: tuple[float, ...]  # per-core throughput of each ok trial
+    other: tuple[float, ...]
+    ratio: float | None  # mean(other) / mean(base)
+    low: float | None  # its 95% interval
+    high: float | None
+    p: float | None  # Welch's t-test; None where a side has fewer than two trials
+    note: str = ""
+
+    @property
+    def significant(self) -> bool:
+        return self.p is not None and self.p < ALPHA
+
+    @property
+    def verdict(self) -> str:
+        if self.ratio is None:
+            return self.note
+        if self.p is None:
+            return "untested: " + self.note
+        if not self.significant:
+            return "no significant change"
+        return "faster" if self.ratio > 1 else "slower"
+
+
+def welch(base: list[float], other: list[float]) -> tuple[float, float | None, float | None, float | None]:
+    """Ratio of means, its 95% interval and Welch's p-value.
+
+    The interval is Welch's interval for the difference of means divided by the baseline's mean (the
+    baseline's own uncertainty is in the difference's standard error). With fewer than two trials a
+    side there is no variance to test against: interval and p are None.
+    """
+    a, b = np.asarray(base, dtype=float), np.asarray(other, dtype=float)
+    ma, mb = a.mean(), b.mean()
+    ratio = mb / ma
+    if len(a) < 2 or len(b) < 2:
+        return ratio, None, None, None
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    se = math.sqrt(va + vb)
+    if se == 0:  # every trial identical on both sides: any difference is certain, none is nothing
+        return ratio, ratio, ratio, 1.0 if ma == mb else 0.0
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    half = stats.t.ppf(1 - ALPHA / 2, df) * se
+    p = float(stats.ttest_ind(b, a, equal_var=False).pvalue)
+    return ratio, (mb - half) / ma, (mb + half) / ma, p
+
+
+def changes(base: list[Series], other: list[Series]) -> list[Change]:
+    """Every (workload, test, variant, cores) of either run, the baseline's order first."""
+    def cells(series: list[Series]) -> dict[tuple[str, str, str, int], Any]:
+        return {(s.workload, s.test, base_variant(s.variant), c.cores): c for s in series for c in s.cells.values()}
+
+    a, b = cells(base), cells(other)
+    out = []
+    for key in [*a, *(k for k in b if k not in a)]:
+        ca, cb = a.get(key), b.get(key)
+        pa, pb = (tuple(ca.per_core) if ca else ()), (tuple(cb.per_core) if cb else ())
+        if not pa or not pb:
+            missing = "baseline" if not pa else "other run"
+            why = "not measured" if (ca if not pa else cb) is None else "failed"
+            out.append(Change(*key, pa, pb, None, None, None, None, f"{why} in the {missing}"))
+            continue
+        ratio, low, high, p = welch(list(pa), list(pb))
+        note = "" if p is not None else f"{min(len(pa), len(pb))} trial: give --trials 2 or more"
+        out.append(Change(*key, pa, pb, ratio, low, high, p, note))
+    return out
+
+
+@dataclass(frozen=True)
+class Comparison:
+    labels: list[str]  # the baseline's first
+    differences: list[tuple[str, list[str]]]
+    changes: list[list[Change]]  # per run after the baseline, against it
+
+
+def compare_runs(runs: list[dict[str, Any]], series: list[list[Series]], labels: list[str]) -> Comparison:
+    """Stored runs (with each run's series) compared with the first."""
+    return Comparison(labels, environment_differences([r["environment"] for r in runs]),
+                      [changes(series[0], s) for s in series[1:]])
+
+
+def run_labels(runs: list[dict[str, Any]]) -> list[str]:
+    """Each run's label, or #id; runs that share a label (two "quick" runs) get their ids beside it."""
+    names = [r["label"] or f"#{r['id']}" for r in runs]
+    return [f"{n} #{r['id']}" if names.count(n) > 1 and r["label"] else n for n, r in zip(names, runs, strict=True)]

@@ -1,0 +1,126 @@
+"""A stored profile read back: the trials' folded stacks added up, CPU µs per unit of work by function,
+and what grew from the fewest cores to the most. Reads only what the store holds, so a run is
+analysed again on a machine without perf (the recording is `mosbench.run.profiler`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+KERNEL = "_[k]"  # the suffix of a kernel frame in a folded stack
+IDLE_COMMS = ("swapper",)
+
+
+@dataclass
+class Profile:
+    """A point's (or several trials') samples per stack, and the work they were spent on."""
+
+    stacks: Counter[str] = field(default_factory=Counter)
+    period_ns: float = 0.0
+    work: float = 0.0  # units of work done while the samples were taken
+    pmu: dict[str, float] = field(default_factory=dict)
+    pmu_absent: str | None = None
+    locks: dict[str, dict[str, Any]] = field(default_factory=dict)  # by caller: type, contended, wait, stack
+    locks_work: float = 0.0  # the warm-ups' work, over which the locks were traced
+    locks_absent: str | None = None
+
+    @classmethod
+    def of_points(cls, points: list[dict[str, Any]]) -> Profile | None:
+        """The trials' profiles added up (their stacks and their work), or None where none has one."""
+        out = cls()
+        for p in points:
+            prof = p.get("profile")
+            if not prof or not p.get("work"):
+                continue
+            out.stacks.update(prof["stacks"])
+            out.period_ns = prof["period_ns"] or out.period_ns
+            out.work += p["work"]
+            for k, v in prof.get("pmu", {}).items():
+                out.pmu[k] = out.pmu.get(k, 0.0) + v
+            out.pmu_absent = prof.get("pmu_absent", out.pmu_absent)
+            out.locks_absent = prof.get("locks_absent", out.locks_absent)
+            out.locks_work += prof.get("locks_work", 0.0) if prof.get("locks") is not None else 0.0
+            for lock in prof.get("locks", []):
+                mine = out.locks.setdefault(lock["caller"], {"type": lock["type"], "contended": 0,
+                                                             "wait_total_us": 0.0, "stack": lock["stack"]})
+                mine["contended"] += lock["contended"]
+                mine["wait_total_us"] += lock["wait_total_us"]
+        return out if out.work > 0 and out.stacks else None
+
+    def us_per_unit(self, samples: float) -> float:
+        return samples * self.period_ns / 1e3 / self.work
+
+    def self_time(self, skip_idle: bool = True) -> dict[str, float]:
+        """CPU µs per unit of work by function, counting only the innermost frame (its own time)."""
+        out: Counter[str] = Counter()
+        for stack, n in self.stacks.items():
+            frames = stack.split(";")
+            if skip_idle and frames[0] in IDLE_COMMS:
+                continue
+            out[frames[-1]] += n
+        return {k: self.us_per_unit(n) for k, n in out.items()}
+
+    def lock_waits(self) -> list[tuple[str, dict[str, Any], float, float]]:
+        """Contended kernel locks by caller, most waited on first: (caller, record, wait µs per unit of
+        work, contentions per unit)."""
+        if self.locks_work <= 0:
+            return []
+        rows = [(c, r, r["wait_total_us"] / self.locks_work, r["contended"] / self.locks_work)
+                for c, r in self.locks.items()]
+        return sorted(rows, key=lambda row: row[2], reverse=True)
+
+    def perf_share(self) -> float:
+        """perf's own share of the busy samples on the measured CPUs: what profiling took from them
+        that the samples can see (the sampling interrupt itself they cannot: `make bench-profile`)."""
+        busy = {k: n for k, n in self.stacks.items() if k.split(";", 1)[0] not in IDLE_COMMS}
+        ours = sum(n for k, n in busy.items() if k.split(";", 1)[0].startswith("perf"))
+        return ours / max(sum(busy.values()), 1)
+
+    def leaf_comms(self) -> dict[str, str]:
+        """For each function, the command whose samples it had most of its own time in."""
+        by: dict[str, Counter[str]] = {}
+        for stack, n in self.stacks.items():
+            frames = stack.split(";")
+            by.setdefault(frames[-1], Counter())[frames[0]] += n
+        return {f: c.most_common(1)[0][0] for f, c in by.items()}
+
+    def hardware_per_unit(self) -> dict[str, float]:
+        """Cycles, instructions and cache misses per unit of work, and instructions per cycle."""
+        out = {f"{k}_per_unit": v / self.work for k, v in self.pmu.items()}
+        if self.pmu.get("cycles") and "instructions" in self.pmu:
+            out["ipc"] = self.pmu["instructions"] / self.pmu["cycles"]
+        return out
+
+
+@dataclass(frozen=True)
+class Growth:
+    function: str
+    low_us: float  # CPU µs per unit of work at the fewest cores
+    high_us: float  # at the most
+
+    @property
+    def change_us(self) -> float:
+        return self.high_us - self.low_us
+
+
+def growth(low: Profile, high: Profile, top: int = 12) -> list[Growth]:
+    """The functions whose own CPU time per unit of work grew most from the fewest cores to the most."""
+    a, b = low.self_time(), high.self_time()
+    rows = [Growth(f, a.get(f, 0.0), b.get(f, 0.0)) for f in set(a) | set(b)]
+    return sorted(rows, key=lambda g: g.change_us, reverse=True)[:top]
+
+
+def by_series(points: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[int, Profile]]:
+    """Each (workload, test, variant)'s profiles by core count, the ok trials' added up."""
+    grouped: dict[tuple[str, str, str], dict[int, list[dict[str, Any]]]] = {}
+    for p in points:
+        if p["status"] == "ok" and p.get("profile"):
+            grouped.setdefault((p["workload"], p["test"], p["variant"]), {}).setdefault(p["cores"], []).append(p)
+    out: dict[tuple[str, str, str], dict[int, Profile]] = {}
+    for key, by_cores in grouped.items():
+        found = {n: prof for n, pts in by_cores.items() if (prof := Profile.of_points(pts)) is not None}
+        if found:
+            out[key] = found
+    return out

@@ -1,0 +1,264 @@
+"""A many-core guest on a small machine: this machine's own userland booted under QEMU with a chosen
+topology, so the code paths only a big machine takes (4 sockets in sysfs, 64-CPU cpusets, hotplug of
+60 CPUs, 64 servers on 64 ports) run for real. The guest proves paths, never performance.
+
+virtme-ng boots the installed Debian kernel with the host's root shared read-only over 9p (writes go
+to overlays in guest memory) and one host directory shared read-write for results. KVM is used where
+it boots this many vCPUs; on these machines it does not (nested KVM stops at 2 vCPUs), so QEMU's own
+emulation (TCG) runs it: every vCPU a host thread, far more vCPUs than host CPUs.
+
+The QEMU process tree runs in a cgroup of the run's journal, so a killed harness leaves no QEMU behind
+(the guardian kills the group); there is no tap device (no network) and no host mount (9p is served by
+QEMU itself, guest memory is memfd).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from mosbench.errors import UserError
+from mosbench.machine import guardian
+from mosbench.machine.isolation import Isolator, detect_cgroups
+from mosbench.machine.journal import SCRATCH_PREFIX, Journal
+
+# An Intel model: the guest sees SMT siblings only through Intel's topology leaf, because AMD's needs
+# topoext, which TCG does not offer. Nehalem also has no SVM/VMX, so the guest's udev loads no KVM
+# module, whose per-CPU start-up took 68 s of a 16-vCPU boot under emulation.
+CPU_MODEL = "Nehalem"
+MAX_VCPUS = 255  # xAPIC ids; more needs x2APIC and interrupt remapping (docs/MANYCORE.md)
+
+
+@dataclass(frozen=True)
+class Shape:
+    sockets: int
+    cores: int  # per socket
+    threads: int  # per core
+    nodes: int
+    memory_mb: int
+
+    @property
+    def vcpus(self) -> int:
+        return self.sockets * self.cores * self.threads
+
+    def describe(self) -> str:
+        return (f"{self.vcpus} vCPUs: {self.sockets} socket(s) × {self.cores} cores × {self.threads} thread(s), "
+                f"{self.nodes} NUMA node(s), {self.memory_mb} MiB")
+
+    def smp(self) -> str:
+        return f"{self.vcpus},sockets={self.sockets},cores={self.cores},threads={self.threads}"
+
+    def node_cpus(self) -> list[tuple[int, int]]:
+        """First and last vCPU of each node. QEMU numbers vCPUs socket by socket (then core, then
+        thread), so equal contiguous ranges put whole sockets in a node."""
+        per = self.vcpus // self.nodes
+        return [(n * per, (n + 1) * per - 1) for n in range(self.nodes)]
+
+    def to_json(self) -> dict[str, int]:
+        return {"sockets": self.sockets, "cores": self.cores, "threads": self.threads, "nodes": self.nodes,
+                "memory_mb": self.memory_mb}
+
+
+_SHAPE = re.compile(r"^(\d+)x(\d+)x(\d+)$")
+
+
+def parse_shape(spec: str, nodes: int | None = None, memory_mb: int | None = None) -> Shape:
+    """"4x8x2" is 4 sockets of 8 cores of 2 threads; a node per socket and 128 MiB a vCPU (at least
+    2 GiB) unless told."""
+    m = _SHAPE.match(spec.strip())
+    if not m:
+        raise UserError(f"bad guest topology {spec!r}: expected SOCKETSxCORESxTHREADS, e.g. 4x8x2")
+    sockets, cores, threads = (int(g) for g in m.groups())
+    if min(sockets, cores, threads) < 1:
+        raise UserError(f"bad guest topology {spec!r}: every count must be at least 1")
+    vcpus = sockets * cores * threads
+    if vcpus > MAX_VCPUS:
+        raise UserError(f"guest topology {spec!r} has {vcpus} vCPUs; at most {MAX_VCPUS} are supported")
+    nodes = sockets if nodes is None else nodes
+    if nodes < 1 or sockets % nodes:
+        raise UserError(f"{nodes} NUMA node(s) do not divide {sockets} socket(s) evenly")
+    memory_mb = memory_mb if memory_mb is not None else max(2048, 128 * vcpus)
+    memory_mb -= memory_mb % nodes  # QEMU wants the nodes' sizes to add up to the total exactly
+    if memory_mb < 512 * nodes:
+        raise UserError(f"{memory_mb} MiB is too little for a guest ({512 * nodes} MiB at least)")
+    return Shape(sockets, cores, threads, nodes, memory_mb)
+
+
+def find_kernel(boot: Path = Path("/boot"), modules: Path = Path("/lib/modules")) -> Path:
+    """The newest installed kernel image whose modules include 9p (the guest's root filesystem).
+    Debian's cloud kernel lacks it; the generic one (linux-image-amd64) has it."""
+    found = []
+    for image in boot.glob("vmlinuz-*"):
+        release = image.name.removeprefix("vmlinuz-")
+        if any((modules / release / "kernel/fs/9p").glob("9p.ko*")):
+            found.append((image.stat().st_mtime, image))
+    if not found:
+        raise UserError("no installed kernel has the 9p module the guest's root needs "
+                        "(apt-get install linux-image-amd64, or run scripts/install-manycore)")
+    return max(found)[1]
+
+
+def find_vng() -> Path:
+    vng = Path(sys.executable).parent / "vng"
+    if vng.exists():
+        return vng
+    found = shutil.which("vng")
+    if found:
+        return Path(found)
+    raise UserError("virtme-ng's vng is not installed (it is in requirements.lock: run make deps)")
+
+
+def missing_tools() -> list[str]:
+    """What a guest run needs that this machine lacks, as install hints; empty when it can boot one."""
+    missing = []
+    if not shutil.which("qemu-system-x86_64"):
+        missing.append("qemu-system-x86 (Debian package)")
+    if not shutil.which("busybox"):
+        missing.append("busybox-static (Debian package)")
+    for need in (find_kernel, find_vng):
+        try:
+            need()
+        except UserError as e:
+            missing.append(str(e))
+    return missing
+
+
+def kvm_boots(vcpus: int) -> bool:
+    """Whether to ask for KVM. Where /dev/kvm is missing or the CPU has no virtualization flags (a
+    nested guest whose hypervisor hides them), QEMU fails or hangs beyond 2 vCPUs: emulate instead."""
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return False
+    with contextlib.suppress(OSError):
+        flags = Path("/proc/cpuinfo").read_text()
+        return vcpus <= 2 or bool(re.search(r"\b(vmx|svm)\b", flags))
+    return False
+
+
+def command(shape: Shape, kernel: Path, share: Path, guest_command: str, cgroup_version: int,
+            kvm: bool, vng: Path | None = None) -> list[str]:
+    argv = [str(vng or find_vng()), "--run", str(kernel), "--cpus", shape.smp(),
+            # "=": argparse would read a lone "-cpu …" as an option of vng's own
+            "--memory", f"{shape.memory_mb}M", f"--qemu-opts=-cpu {CPU_MODEL}",
+            # The share at its host path: the guest's root is read-only, /var/tmp an overlay that takes a mountpoint.
+            "--rwdir", str(share), "--name", "mosbench-guest", "--force-9p"]
+    if not kvm:
+        # One host thread runs the vCPUs in turn. With a thread per vCPU (QEMU's default), 64 threads on
+        # 2 host CPUs let a vCPU spinning on a guest lock starve the one holding it: a hotplug point
+        # stalled for minutes that way. In turn, every vCPU gets its slice.
+        argv += ["--disable-kvm", "--qemu-opts=-accel tcg,thread=single"]
+    per_node = shape.memory_mb // shape.nodes
+    if shape.nodes > 1:
+        for first, last in shape.node_cpus():
+            argv += ["--numa", f"{per_node}M,cpus={first}-{last}"]
+    if cgroup_version == 1:
+        # virtme-ng's init mounts the v1 layout (as systemd's legacy mode) when the command line says so.
+        argv += ["--append", "SYSTEMD_CGROUP_ENABLE_LEGACY_FORCE=1"]
+    return [*argv, "--exec", guest_command]
+
+
+@dataclass
+class GuestResult:
+    returncode: int
+    elapsed_s: float
+    share: Path
+    timed_out: bool
+
+
+class Guest:
+    """One boot: a scratch share directory, QEMU in a journaled cgroup, output streamed line by line."""
+
+    def __init__(self, shape: Shape, cgroup_version: int, kernel: Path | None = None):
+        self.shape = shape
+        self.cgroup_version = cgroup_version
+        self.kernel = kernel or find_kernel()
+        self.kvm = kvm_boots(shape.vcpus)
+
+    def run(self, guest_command: Callable[[Path], str], timeout_s: float, on_line: Callable[[str, float], None],
+            keep: Callable[[Path], None]) -> GuestResult:
+        """Boots, runs guest_command(share) (the share is at the same path in the guest), calls keep(share)
+        before the share is removed; whatever happens, no QEMU, cgroup or scratch is left."""
+        journal = Journal()
+        guardian.start(journal.path)
+        share = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}vm-", dir="/var/tmp"))
+        journal.add_dir(share)
+        os.chmod(share, 0o755)
+        isolator = Isolator("cgroup", journal) if detect_cgroups() else Isolator("affinity", journal)
+        group = isolator.group("guest", tuple(sorted(os.sched_getaffinity(0))))
+        argv = command(self.shape, self.kernel, share, guest_command(share), self.cgroup_version, self.kvm)
+        start = time.monotonic()
+        proc = None
+        timed_out = False
+        try:
+            # vng runs its helpers (virtme-run, virtme-ng-init) by name: they sit beside it.
+            env = {**os.environ, "PATH": f"{Path(argv[0]).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    env=env, preexec_fn=group.join, start_new_session=True,
+                                    cwd=Path(__file__).resolve().parent.parent)
+            journal.add_proc(proc.pid)
+            timed_out = self._stream(proc, start, timeout_s, on_line)
+            returncode = proc.wait()
+            keep(share)
+            return GuestResult(returncode, time.monotonic() - start, share, timed_out)
+        finally:
+            if proc is not None and proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            if proc is not None:
+                journal.remove_proc(proc.pid)
+            isolator.release(group)  # kills QEMU if vng left it behind
+            isolator.close()
+            shutil.rmtree(share, ignore_errors=True)
+            journal.remove_dir(share)
+            if journal.is_clean():
+                journal.close()
+
+    @staticmethod
+    def _stream(proc: subprocess.Popen, start: float, timeout_s: float,
+                on_line: Callable[[str, float], None]) -> bool:
+        """Passes the guest's output on as it comes; kills the guest past timeout_s. True if it did."""
+        assert proc.stdout is not None
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        buf = b""
+        while True:
+            left = timeout_s - (time.monotonic() - start)
+            if left <= 0:
+                os.killpg(proc.pid, signal.SIGKILL)
+                return True
+            if not sel.select(timeout=min(left, 5.0)):
+                if proc.poll() is not None:
+                    break
+                continue
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            for line in lines:
+                on_line(line.decode(errors="replace").rstrip("\r"), time.monotonic() - start)
+        if buf:
+            on_line(buf.decode(errors="replace"), time.monotonic() - start)
+        return False
+
+
+def environment_facts(shape: Shape, guest: Guest, cgroup_version: int, host_cpus: int) -> dict:
+    """What a run made in a guest carries in its environment: the report reads `overcommitted` and says
+    that its throughput is not a performance figure."""
+    return {
+        "shape": shape.to_json(), "vcpus": shape.vcpus, "cpu_model": CPU_MODEL,
+        "accelerator": "kvm" if guest.kvm else "tcg", "cgroup_version": cgroup_version,
+        "kernel_image": str(guest.kernel), "host_cpus": host_cpus,
+        "overcommitted": shape.vcpus > host_cpus,
+    }

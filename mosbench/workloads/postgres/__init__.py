@@ -1,0 +1,1 @@
+"""PostgreSQL driven by pgbench: the workload, its private cluster, its system-call counting."""

@@ -1,0 +1,137 @@
+"""What the server workloads share: servers on loopback (or behind a veth pair), a measured client.
+
+A `ServerWorkload` has the client's parameters (its CPUs per server core, the first port, the
+network path) and makes the veth link once per run when asked. A `ServerInstance` holds a point's
+servers and its load generator: its work is the client's answered requests, its window is the
+client's window, and it fails when any of them stops.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mosbench.errors import PointFailed, UserError
+from mosbench.workloads.base import Instance, Param, PointContext, RunContext, Sample, Workload
+from mosbench.workloads.server import netns, ports
+from mosbench.workloads.server.loadgen import AFTER, WINDOW, LoadGenerator, client_metrics
+from mosbench.workloads.server.servers import Server
+
+NETS = ("loopback", "veth")
+CLIENT_CPUS = Param("client_cpus", 1.0, "load-generator CPUs per server core, from the spare ones")
+PORT = Param("port", 0, "first port of the servers (0: free ones found per point)")
+
+
+def client_cores(cores: int, params: dict[str, Any]) -> int:
+    """The load generator's CPUs for a point on `cores` CPUs: client_cpus per server core, at least one."""
+    return max(1, round(cores * params["client_cpus"]))
+
+
+def check_client_params(workload: str, params: dict[str, Any]) -> None:
+    """The client's CPUs and the servers' first port, as every server workload takes them."""
+    if not 0 < params["client_cpus"] <= 64:
+        raise UserError(f"{workload} client_cpus must be above 0")
+    if not 0 <= params["port"] <= 65535:
+        raise UserError(f"{workload} port must be 0 (choose) or a port number")
+
+
+class ServerWorkload(Workload):
+    unit = "request"
+    client_params = (
+        CLIENT_CPUS,
+        PORT,
+        Param("net", "loopback", "the client's path: loopback, or veth (its own network namespace, a veth pair, "
+              "RPS over the server's CPUs)"),
+    )
+
+    def loadgen_cores(self, cores: int, params: dict[str, Any]) -> int:
+        return client_cores(cores, params)
+
+    def check_params(self, params: dict[str, Any]) -> None:
+        check_client_params(self.name, params)
+        if params["net"] not in NETS:
+            raise UserError(f"{self.name} net must be one of {', '.join(NETS)}, not {params['net']!r}")
+        if params["net"] == "veth":
+            netns.check_available()
+
+    def setup(self, ctx: RunContext) -> None:
+        if ctx.params["net"] == "veth":
+            ctx.extra["link"] = netns.create(ctx.launcher.journal, self.name)
+
+    def teardown(self, ctx: RunContext) -> None:
+        link = ctx.extra.pop("link", None)
+        if link:
+            netns.remove(ctx.launcher.journal, link)
+
+
+class ServerInstance(Instance):
+    """A point's servers and client; subclasses start them in __init__ through start_servers/start_client."""
+
+    def __init__(self, ctx: PointContext, count: int, udp: bool = False):
+        self.ctx = ctx
+        self.link: netns.VethLink | None = ctx.run.extra.get("link")
+        self.host = self.link.server_addr if self.link else ports.HOST
+        if self.link:
+            netns.steer(self.link, ctx.cpus)
+        self.servers: list[Server] = []
+        self.client: LoadGenerator | None = None
+        self.ports: list[int] = []
+        try:
+            self.ports = ports.ports_for(ctx.params["port"], count, udp=udp, host=self.host)
+        except UserError as e:
+            raise PointFailed(str(e)) from None
+
+    def wait_servers(self) -> None:
+        for s in self.servers:
+            s.wait_ready()
+
+    def start_client(self, name: str, argv: list[str]) -> None:
+        if not self.ctx.loadgen_group:
+            raise PointFailed(f"{name} needs a load generator group")
+        self.client = LoadGenerator(self.ctx.launcher, name, [*argv, "--host", self.host], self.ctx.loadgen_group,
+                                    self.ctx.loadgen_cpus, self.ctx.scratch, self.ctx.timeout,
+                                    enter=netns.entering(self.link) if self.link else None)
+        self.check()
+
+    def sample(self) -> Sample:
+        assert self.client is not None
+        return Sample(float(self.client.counters()["done"]))
+
+    def window_opened(self) -> None:
+        if self.client:
+            self.client.set_phase(WINDOW)
+
+    def window_closed(self) -> None:
+        if self.client:
+            self.client.set_phase(AFTER)
+
+    def check(self) -> None:
+        for s in self.servers:
+            s.check()
+        if self.client:
+            self.client.check()
+
+    def stop(self) -> dict[str, Any]:
+        result = self.client.stop() if self.client else {}
+        self.stop_servers()
+        return self.metrics(result)
+
+    def stop_servers(self) -> None:
+        for s in self.servers:
+            s.stop()
+
+    def metrics(self, result: dict[str, Any]) -> dict[str, Any]:
+        """The point's metrics from the client's window result: counts, latencies, the network path."""
+        metrics: dict[str, Any] = {"instances": len(self.servers), "net": "veth" if self.link else "loopback"}
+        if self.ports:
+            metrics["ports"] = f"{self.ports[0]}-{self.ports[-1]}"
+        metrics.update(client_metrics(result))
+        for key in ("contexts", "connections", "sessions"):
+            if key in result:
+                metrics[f"client_{key}"] = result[key]
+        return metrics
+
+    def logs(self) -> str:
+        parts = [s.logs(10) for s in self.servers[:4]]
+        if self.client:
+            parts.append(self.client.logs())
+        return "\n".join(p for p in parts if p)

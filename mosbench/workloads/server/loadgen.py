@@ -1,0 +1,127 @@
+"""A load generator as a point sees it: started in its own group, sampled live, measured at the end.
+
+The native generators (native/loadgen) share a small statistics file with the harness: per-thread
+cumulative counters (requests sent, answered, lost, answered wrongly, answered late), a state, the
+first failure's message, and a phase the harness writes when its window opens and closes, so the
+generator's window counts and latency percentiles cover exactly the harness's window. At the end
+the generator writes its window's result as JSON; `stop()` returns it as the point's client metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import struct
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mosbench import cpulist
+from mosbench.errors import PointFailed
+from mosbench.launch.processes import Launcher, how_it_ended
+from mosbench.launch.ready import file_ready, wait_ready
+from mosbench.machine.isolation import Group
+
+MAGIC = b"MOSLOAD1"
+VERSION = 1
+HEADER = struct.Struct("<8sIIIIIIII216s")
+STARTING, RUNNING, FAILED, STOPPED = range(4)
+WARMUP, WINDOW, AFTER = range(3)
+COUNTERS = ("sent", "done", "lost", "errors", "late")
+_PHASE_OFFSET = struct.calcsize("<8sIIIIII")  # magic, version, nthreads, stride, offset, ncounters, state
+
+
+class LoadGenerator:
+    """One native load generator process on the point's load-generator CPUs."""
+
+    def __init__(self, launcher: Launcher, name: str, argv: list[str], group: Group, cpus: tuple[int, ...],
+                 scratch: Path, limit: float, enter: Callable[[], None] | None = None):
+        self.launcher = launcher
+        self.name = name
+        self.stats_path = scratch / f"{name}.stats"
+        self.result_path = scratch / f"{name}.json"
+        self.proc: subprocess.Popen = launcher.spawn(name, [
+            *argv, "--cpus", cpulist.format(cpus), "--stats", str(self.stats_path),
+            "--result", str(self.result_path), "--limit", str(int(limit)),
+        ], group, enter=enter)
+        self._map: mmap.mmap | None = None
+        self._result: dict[str, Any] | None = None
+        try:
+            wait_ready(file_ready(self.stats_path), what=f"{name}'s statistics file", timeout=30, proc=self.proc,
+                       ended=self.failure)
+            self._open()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _open(self) -> None:
+        with open(self.stats_path, "r+b") as f:
+            self._map = mmap.mmap(f.fileno(), 0)
+        magic, version, nthreads, stride, offset, ncounters, *_ = HEADER.unpack_from(self._map)
+        if magic != MAGIC or version != VERSION or ncounters < len(COUNTERS):
+            raise PointFailed(f"{self.name}: statistics file has magic {magic!r} version {version}: rebuild native/")
+        self._nthreads, self._stride, self._offset = nthreads, stride, offset
+
+    def _header(self) -> tuple:
+        assert self._map is not None
+        return HEADER.unpack_from(self._map)
+
+    def counters(self) -> dict[str, int]:
+        """Totals over threads since the generator started."""
+        if self._map is None:
+            return dict.fromkeys(COUNTERS, 0)
+        totals = [0] * len(COUNTERS)
+        for t in range(self._nthreads):
+            values = struct.unpack_from(f"<{len(COUNTERS)}Q", self._map, self._offset + t * self._stride)
+            totals = [a + b for a, b in zip(totals, values, strict=True)]
+        return dict(zip(COUNTERS, totals, strict=True))
+
+    def set_phase(self, phase: int) -> None:
+        if self._map is not None:
+            struct.pack_into("<I", self._map, _PHASE_OFFSET, phase)
+
+    def check(self) -> None:
+        """PointFailed with the generator's own word if it failed or ended."""
+        if self._map is not None and self._header()[6] == FAILED:
+            raise PointFailed(self.failure())
+        if self.proc.poll() is not None:
+            raise PointFailed(self.failure())
+
+    def failure(self) -> str:
+        if self._map is not None:
+            header = self._header()
+            if header[6] == FAILED:
+                return header[9].rstrip(b"\0").decode(errors="replace")
+        last = self.launcher.last_error(self.name)
+        if last:
+            return last
+        return f"{self.name} {how_it_ended(self.proc)} without a message"
+
+    def stop(self) -> dict[str, Any]:
+        """Stops it (SIGTERM: it writes its result) and returns the window's result; idempotent."""
+        if self._result is None:
+            self.launcher.stop(self.proc)
+            try:
+                self._result = json.loads(self.result_path.read_text())
+            except (OSError, ValueError):
+                self._result = {}
+            if self._map is not None:
+                self._map.close()
+                self._map = None
+        return self._result
+
+    def logs(self) -> str:
+        return self.launcher.log_tail(self.name, 50)
+
+
+def client_metrics(result: dict[str, Any]) -> dict[str, Any]:
+    """The generator's window result as flat point metrics: counts and latency percentiles in µs."""
+    if not result:
+        return {}
+    out: dict[str, Any] = {f"client_{k}": result[k] for k in COUNTERS if k in result}
+    lat = result.get("latency_ns") or {}
+    for k in ("p50", "p90", "p99", "p999", "max"):
+        if k in lat:
+            out[f"latency_{k}_us"] = round(lat[k] / 1000, 1)
+    return out
