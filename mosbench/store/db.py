@@ -74,7 +74,11 @@ points = sa.Table(
     sa.Column("metrics", sa.JSON),
     sa.Column("samples", sa.JSON),
     sa.Column("logs", sa.Text),
-    sa.Column("profile", sa.JSON),  # --profile: folded stacks of the window (profile.py)
+    sa.Column("profile", sa.JSON),  # --profile: folded stacks of the window (run/profiler.py)
+    # The share of the measured CPUs' time over the window that programs outside the point took (and
+    # steal), machine/interference.py; interfered: above the run's --max-interference.
+    sa.Column("interference", sa.Float),
+    sa.Column("interfered", sa.Boolean),
     sa.UniqueConstraint("run_id", "workload", "test", "variant", "cores", "trial", name="one_point"),
 )
 sa.Index("points_by_run", points.c.run_id)
@@ -98,7 +102,15 @@ def _v3(conn: Connection) -> None:
         conn.execute(sa.text("ALTER TABLE points ADD COLUMN profile JSON"))
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3]
+def _v4(conn: Connection) -> None:
+    """What else ran on a point's CPUs during its window, and whether that was too much."""
+    have = {c["name"] for c in sa.inspect(conn).get_columns("points")}
+    for name, kind in (("interference", "FLOAT"), ("interfered", "BOOLEAN")):
+        if name not in have:
+            conn.execute(sa.text(f"ALTER TABLE points ADD COLUMN {name} {kind}"))
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3, _v4]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -149,15 +161,19 @@ class Store:
         except ModuleNotFoundError as e:
             raise UserError(f"store {self.url!r} needs the Python module {e.name!r}") from None
 
+    @property
+    def shown_url(self) -> str:
+        """The URL as a person may see it: a password is hidden."""
+        return sa.engine.make_url(self.url).render_as_string(hide_password=True)
+
     @contextlib.contextmanager
     def _reaching(self):
         try:
             yield
         except (sa.exc.OperationalError, sa.exc.InterfaceError) as e:  # lost, not refused: a constraint is a bug
             said = str(e.orig).strip().splitlines()
-            shown = sa.engine.make_url(self.url).render_as_string(hide_password=True)
-            raise StoreError(f"the results store {shown} failed: {said[0] if said else type(e.orig).__name__}") \
-                from None
+            reason = said[0] if said else type(e.orig).__name__
+            raise StoreError(f"the results store {self.shown_url} failed: {reason}") from None
 
     def _migrate(self) -> None:
         with self.engine.begin() as conn:
