@@ -1,0 +1,101 @@
+"""Each point measures what else ran on its CPUs: a program the test starts on the measured CPU makes
+the point interfered (and measured again when asked); a quiet point is not."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mosbench.machine import interference
+from mosbench.machine.accounting import CpuTimes
+from mosbench.machine.interference import KernelThread
+from mosbench.store.db import Store
+from tests.conftest import mosbench, needs_native, needs_root
+
+
+def stat(**per_cpu: CpuTimes) -> dict[int, CpuTimes]:
+    return {int(k[3:]): v for k, v in per_cpu.items()}
+
+
+def test_what_is_left_after_the_points_the_kernels_and_the_harnesss_time_is_others():
+    before = stat(cpu0=CpuTimes(), cpu1=CpuTimes(), cpu2=CpuTimes())
+    after = stat(cpu0=CpuTimes(user=1.5, system=0.3, irq=0.05, softirq=0.1, idle=0.05),
+                 cpu1=CpuTimes(user=1.0, system=0.5, idle=0.4, steal=0.1),
+                 cpu2=CpuTimes(user=2.0))  # not measured: whatever ran there is no business of the point's
+    found = interference.account(before, after, (0, 1), window_s=2.0, ours_s=2.9, kernel_threads_s=0.2,
+                                 harness_s=0.05)
+    assert found.interrupts_s == pytest.approx(0.15)
+    assert found.other_s == pytest.approx(3.45 - 0.15 - 2.9 - 0.2 - 0.05)
+    assert found.steal_s == pytest.approx(0.1) and found.capacity_s == pytest.approx(4.0)
+    assert found.share == pytest.approx((0.15 + 0.1) / 4.0)
+    assert interference.describe(found.as_metrics()).startswith("6.2% of the point's CPU time")
+
+
+def test_a_point_that_was_all_its_own_reads_no_interference_never_a_negative_figure():
+    before = stat(cpu0=CpuTimes())
+    after = stat(cpu0=CpuTimes(user=0.9, system=0.1))
+    # the cgroup's exact time runs a little past /proc/stat's ticks
+    found = interference.account(before, after, (0,), 1.0, ours_s=1.004, kernel_threads_s=0.0, harness_s=0.0)
+    assert found.other_s == 0.0 and found.share == 0.0
+
+
+def test_kernel_threads_count_where_they_last_ran_and_a_reused_pid_from_zero():
+    before = {10: KernelThread(started=5, seconds=1.0, last_cpu=0), 11: KernelThread(5, 2.0, 1),
+              12: KernelThread(5, 3.0, 0)}
+    after = {10: KernelThread(5, 1.25, 0),  # a kworker of CPU 0: 0.25 s
+             11: KernelThread(5, 9.0, 1),  # CPU 1 is not the point's
+             12: KernelThread(99, 0.5, 0),  # pid 12 died and a new thread took it: all 0.5 s are new
+             13: KernelThread(99, 0.1, 0)}  # born in the window
+    assert interference.kernel_thread_seconds(before, after, (0,)) == pytest.approx(0.85)
+
+
+def test_this_machines_kernel_threads_are_found_and_no_program_among_them():
+    found = interference.kernel_threads()
+    assert 2 in found  # kthreadd
+    assert os.getpid() not in found and 1 not in found
+
+
+def cpu_hog(cpu: int) -> subprocess.Popen:
+    """A program of the test's, outside every group of the run, busy on one CPU."""
+    return subprocess.Popen([sys.executable, "-c", f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"])
+
+
+def run_getppid(store: Path, *extra: str) -> subprocess.CompletedProcess:
+    return mosbench("run", "micro/getppid1", "--cores", "1", "--variant", "procs", "--trials", "1",
+                    "--warmup", "0.3", "--duration", "1", "--store", str(store), *extra)
+
+
+@needs_root
+@needs_native
+def test_a_cpu_hog_on_the_measured_cpu_makes_the_point_interfered(tmp_path: Path):
+    store = tmp_path / "hog.sqlite"
+    hog = cpu_hog(0)  # --cores 1 packs the point on CPU 0
+    try:
+        r = run_getppid(store, "--retry-interfered", "1")
+    finally:
+        hog.kill()
+        hog.wait()
+    assert r.returncode == 0, r.stderr
+    assert "measuring it again (1 of 1)" in r.stderr
+    assert "INTERFERED: other programs took" in r.stderr and "1 interfered" in r.stdout
+    [p] = Store(str(store)).points(1)
+    assert p["status"] == "ok" and p["interfered"] is True
+    assert p["interference"] > 0.2  # the hog had half the CPU, give or take the scheduler
+    assert len(p["metrics"]["interfered_attempts"]) == 1 and p["metrics"]["interfered_attempts"][0] > 0.2
+    shown = mosbench("show", "1", "--store", str(store))
+    assert shown.returncode == 0 and "interfered" in shown.stdout.lower()
+
+
+@needs_root
+@needs_native
+def test_a_quiet_point_is_not_interfered(tmp_path: Path):
+    store = tmp_path / "quiet.sqlite"
+    r = run_getppid(store)
+    assert r.returncode == 0, r.stderr
+    [p] = Store(str(store)).points(1)
+    assert p["interfered"] is False and p["interference"] < interference.DEFAULT_THRESHOLD, p["metrics"]
+    assert "INTERFERED" not in r.stderr
