@@ -47,8 +47,6 @@ struct httpload {
 	uint64_t timeout_ns;
 	char request[512];
 	size_t request_len;
-	struct conn *conns;
-	unsigned nconns;
 };
 
 static int start_request(struct load_thread *t, const struct httpload *h, struct conn *c);
@@ -239,7 +237,7 @@ static void describe(struct load_run *r, FILE *out)
 {
 	const struct httpload *h = r->priv;
 	fprintf(out, "\"connections\": %u, \"ports\": %u, \"keepalive\": %s, \"timeout_ms\": %.0f",
-		h->nconns, r->nports, h->keepalive ? "true" : "false", (double)h->timeout_ns / 1e6);
+		r->nitems, r->nports, h->keepalive ? "true" : "false", (double)h->timeout_ns / 1e6);
 }
 
 static void usage(void)
@@ -254,65 +252,69 @@ static void usage(void)
 		LOAD_RUN_USAGE);
 }
 
+static const struct option options[] = {
+	{ "connections-per-port", required_argument, NULL, 'c' },
+	{ "path", required_argument, NULL, 'P' },
+	{ "expect-bytes", required_argument, NULL, 'e' },
+	{ "keepalive", no_argument, NULL, 'k' },
+	{ "timeout-ms", required_argument, NULL, 't' },
+	{ 0 },
+};
+
+static int http_option(struct load_run *r, int opt, const char *arg)
+{
+	struct httpload *h = r->priv;
+	switch (opt) {
+	case 'c': h->per_port = (unsigned)load_parse_number(NAME, "connections-per-port", arg, 1, 65536); break;
+	case 'P': h->path = arg; break;
+	case 'e': h->expect_bytes = load_parse_number(NAME, "expect-bytes", arg, 0, BUF_SIZE / 2); break;
+	case 'k': h->keepalive = 1; break;
+	case 't': h->timeout_ns = (uint64_t)load_parse_number(NAME, "timeout-ms", arg, 1, 600000) * 1000000ull; break;
+	default: return -1;
+	}
+	return 0;
+}
+
+/* The request every connection sends, once the host is known; per_port connections on every port. */
+static int http_prepare(struct load_run *r)
+{
+	struct httpload *h = r->priv;
+	int len = snprintf(h->request, sizeof(h->request), "GET %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", h->path,
+			   r->host_name, h->keepalive ? "" : "Connection: close\r\n");
+	if (len < 0 || (size_t)len >= sizeof(h->request) || h->path[0] != '/') {
+		fprintf(stderr, NAME ": --path must start with / and be short\n");
+		return 2;
+	}
+	h->request_len = (size_t)len;
+	r->nitems = r->nports * h->per_port;
+	return 0;
+}
+
+static void init_conn(struct load_run *r, void *item, unsigned i, uint16_t port)
+{
+	struct conn *c = item;
+	(void)r;
+	(void)i;
+	c->fd = -1;
+	c->port = port;
+}
+
+static void free_conn(void *item)
+{
+	const struct conn *c = item;
+	if (c->fd >= 0)
+		close(c->fd);
+}
+
 int main(int argc, char **argv)
 {
 	struct httpload h = { .per_port = 2, .path = "/index.html", .expect_bytes = -1, .timeout_ns = 5000000000ull };
-	struct load_run r = { .name = NAME, .thread_fn = http_thread, .describe = describe, .priv = &h };
-	const struct option options[] = {
-		{ "connections-per-port", required_argument, NULL, 'c' },
-		{ "path", required_argument, NULL, 'P' },
-		{ "expect-bytes", required_argument, NULL, 'e' },
-		{ "keepalive", no_argument, NULL, 'k' },
-		{ "timeout-ms", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
-		LOAD_RUN_LONG_OPTIONS,
-		{ 0 },
+	struct load_run r = {
+		.name = NAME, .priv = &h,
+		.options = options, .option = http_option, .usage = usage,
+		.prepare = http_prepare,
+		.item_size = sizeof(struct conn), .init_item = init_conn, .free_item = free_conn,
+		.thread_fn = http_thread, .describe = describe,
 	};
-	int opt;
-	while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
-		if (load_run_option(&r, opt, optarg))
-			continue;
-		switch (opt) {
-		case 'c': h.per_port = (unsigned)load_parse_number(NAME, "connections-per-port", optarg, 1, 65536); break;
-		case 'P': h.path = optarg; break;
-		case 'e': h.expect_bytes = load_parse_number(NAME, "expect-bytes", optarg, 0, BUF_SIZE / 2); break;
-		case 'k': h.keepalive = 1; break;
-		case 't': h.timeout_ns = (uint64_t)load_parse_number(NAME, "timeout-ms", optarg, 1, 600000) * 1000000ull; break;
-		case 'h': usage(); return 0;
-		default: usage(); return 2;
-		}
-	}
-	int status = load_run_prepare(&r, NULL, 0);
-	if (status)
-		goto out;
-	status = 2;
-	int len = snprintf(h.request, sizeof(h.request), "GET %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", h.path, r.host_name,
-			   h.keepalive ? "" : "Connection: close\r\n");
-	if (len < 0 || (size_t)len >= sizeof(h.request) || h.path[0] != '/') {
-		fprintf(stderr, NAME ": --path must start with / and be short\n");
-		goto out;
-	}
-	h.request_len = (size_t)len;
-	h.nconns = r.nports * h.per_port;
-	status = 1;
-	if (load_reserve_fds(NAME, h.nconns + r.nthreads + 64))
-		goto out;
-	h.conns = calloc(h.nconns, sizeof(*h.conns));
-	if (!h.conns)
-		goto out;
-	/* Connection i goes to port i mod ports and thread i mod threads. */
-	for (unsigned i = 0; i < h.nconns; i++) {
-		h.conns[i].fd = -1;
-		h.conns[i].port = r.ports[i % r.nports];
-	}
-	if (load_share_items(&r, h.conns, sizeof(*h.conns), h.nconns))
-		goto out;
-	status = load_run_main(&r);
-out:
-	for (unsigned i = 0; h.conns && i < h.nconns; i++)
-		if (h.conns[i].fd >= 0)
-			close(h.conns[i].fd);
-	free(h.conns);
-	load_run_free(&r);
-	return status;
+	return load_main(argc, argv, &r);
 }

@@ -48,8 +48,6 @@ struct memload {
 	unsigned per_port;	/* contexts per server port */
 	unsigned batch;
 	uint64_t timeout_ns;
-	struct context *contexts;
-	unsigned ncontexts;
 };
 
 static void put_be16(char *p, uint16_t v)
@@ -184,13 +182,12 @@ static void *memload_thread(struct load_thread *t)
 	return NULL;
 }
 
-static int open_context(const struct load_run *r, struct context *c, unsigned index, uint16_t port)
+static int open_context(const struct load_run *r, struct context *c, unsigned index)
 {
-	c->port = port;
 	c->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd < 0)
 		return errno;
-	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr = r->host };
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(c->port), .sin_addr = r->host };
 	if (connect(c->fd, (struct sockaddr *)&to, sizeof(to)))
 		return errno;
 	memset(c->request, 0, FRAME_HEADER);
@@ -207,7 +204,7 @@ static void describe(struct load_run *r, FILE *out)
 {
 	const struct memload *m = r->priv;
 	fprintf(out, "\"contexts\": %u, \"ports\": %u, \"batch\": %u, \"timeout_ms\": %.0f, \"request_bytes\": %d",
-		m->ncontexts, r->nports, m->batch, (double)m->timeout_ns / 1e6, REQUEST_LEN);
+		r->nitems, r->nports, m->batch, (double)m->timeout_ns / 1e6, REQUEST_LEN);
 }
 
 static void usage(void)
@@ -220,64 +217,77 @@ static void usage(void)
 		LOAD_RUN_USAGE, MAX_BATCH);
 }
 
+static const struct option options[] = {
+	{ "contexts-per-port", required_argument, NULL, 'c' },
+	{ "batch", required_argument, NULL, 'b' },
+	{ "timeout-ms", required_argument, NULL, 't' },
+	{ 0 },
+};
+
+static int memload_option(struct load_run *r, int opt, const char *arg)
+{
+	struct memload *m = r->priv;
+	switch (opt) {
+	case 'c': m->per_port = load_parse_number(NAME, "contexts-per-port", arg, 1, 4096); break;
+	case 'b': m->batch = load_parse_number(NAME, "batch", arg, 1, MAX_BATCH); break;
+	case 't': m->timeout_ns = load_parse_number(NAME, "timeout-ms", arg, 1, 60000) * 1000000ull; break;
+	default: return -1;
+	}
+	return 0;
+}
+
+static int memload_prepare(struct load_run *r)
+{
+	const struct memload *m = r->priv;
+	r->nitems = r->nports * m->per_port;
+	return 0;
+}
+
+static void init_context(struct load_run *r, void *item, unsigned i, uint16_t port)
+{
+	struct context *c = item;
+	(void)r;
+	(void)i;
+	c->fd = -1;
+	c->port = port;
+}
+
+/* Each context's socket, in its thread's epoll set (context i is thread i mod threads'). */
+static int open_contexts(struct load_run *r)
+{
+	for (unsigned i = 0; i < r->nitems; i++) {
+		struct context *c = (struct context *)r->items + i;
+		int err = open_context(r, c, i);
+		if (err) {
+			fprintf(stderr, NAME ": socket to port %u: %s\n", c->port, strerror(err));
+			return 1;
+		}
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+		if (epoll_ctl(r->threads[i % r->nthreads].epfd, EPOLL_CTL_ADD, c->fd, &ev)) {
+			fprintf(stderr, NAME ": epoll_ctl: %s\n", strerror(errno));
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static void free_context(void *item)
+{
+	const struct context *c = item;
+	if (c->fd >= 0)
+		close(c->fd);
+}
+
 int main(int argc, char **argv)
 {
 	struct memload m = { .per_port = 8, .batch = 20, .timeout_ns = 100000000ull };
-	struct load_run r = { .name = NAME, .thread_fn = memload_thread, .describe = describe, .priv = &m };
-	const struct option options[] = {
-		{ "contexts-per-port", required_argument, NULL, 'c' },
-		{ "batch", required_argument, NULL, 'b' },
-		{ "timeout-ms", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
-		LOAD_RUN_LONG_OPTIONS,
-		{ 0 },
+	struct load_run r = {
+		.name = NAME, .priv = &m,
+		.options = options, .option = memload_option, .usage = usage,
+		.prepare = memload_prepare,
+		.item_size = sizeof(struct context), .init_item = init_context, .open_items = open_contexts,
+		.free_item = free_context,
+		.thread_fn = memload_thread, .describe = describe,
 	};
-	int opt;
-	while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
-		if (load_run_option(&r, opt, optarg))
-			continue;
-		switch (opt) {
-		case 'c': m.per_port = load_parse_number(NAME, "contexts-per-port", optarg, 1, 4096); break;
-		case 'b': m.batch = load_parse_number(NAME, "batch", optarg, 1, MAX_BATCH); break;
-		case 't': m.timeout_ns = load_parse_number(NAME, "timeout-ms", optarg, 1, 60000) * 1000000ull; break;
-		case 'h': usage(); return 0;
-		default: usage(); return 2;
-		}
-	}
-	m.ncontexts = r.nports * m.per_port;
-	int status = load_run_prepare(&r, NULL, 0);
-	/* A socket per context and an epoll set per thread, with room for the process's own. */
-	if (status || (status = load_reserve_fds(NAME, m.ncontexts + r.nthreads + 64) ? 1 : 0))
-		goto out;
-	status = 1;
-	m.contexts = calloc(m.ncontexts, sizeof(*m.contexts));
-	if (!m.contexts)
-		goto out;
-	for (unsigned i = 0; i < m.ncontexts; i++)
-		m.contexts[i].fd = -1;
-	if (load_share_items(&r, m.contexts, sizeof(*m.contexts), m.ncontexts))
-		goto out;
-	/* Context i goes to port i mod ports and (load_share_items) thread i mod threads: every port evenly,
-	 * every thread evenly. */
-	for (unsigned i = 0; i < m.ncontexts; i++) {
-		struct context *c = &m.contexts[i];
-		int err = open_context(&r, c, i, r.ports[i % r.nports]);
-		if (err) {
-			fprintf(stderr, NAME ": socket to port %u: %s\n", r.ports[i % r.nports], strerror(err));
-			goto out;
-		}
-		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
-		if (epoll_ctl(r.threads[i % r.nthreads].epfd, EPOLL_CTL_ADD, c->fd, &ev)) {
-			fprintf(stderr, NAME ": epoll_ctl: %s\n", strerror(errno));
-			goto out;
-		}
-	}
-	status = load_run_main(&r);
-out:
-	for (unsigned i = 0; m.contexts && i < m.ncontexts; i++)
-		if (m.contexts[i].fd >= 0)
-			close(m.contexts[i].fd);
-	free(m.contexts);
-	load_run_free(&r);
-	return status;
+	return load_main(argc, argv, &r);
 }

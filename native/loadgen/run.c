@@ -56,7 +56,8 @@ void load_latency(struct load_thread *t, uint64_t ns)
 		hist_record(&t->latency, ns);
 }
 
-int load_reserve_fds(const char *name, unsigned long need)
+/* Raises the soft descriptor limit to what `need` descriptors require; a clear error when it cannot. */
+static int reserve_fds(const char *name, unsigned long need)
 {
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl))
@@ -134,7 +135,9 @@ static int parse_seconds(const char *arg, double *out)
 	return 0;
 }
 
-int load_run_option(struct load_run *r, int opt, const char *arg)
+/* Parses --ports/--host/--cpus/--stats/--result/--limit/--warmup/--duration into r; 1 if it took the
+ * option, exit 2 with a message for a bad value. */
+static int common_option(struct load_run *r, int opt, const char *arg)
 {
 	double *target = NULL;
 	switch (opt) {
@@ -172,7 +175,9 @@ int load_run_option(struct load_run *r, int opt, const char *arg)
 	return 1;
 }
 
-int load_run_prepare(struct load_run *r, void *priv, size_t priv_size)
+/* After the options: checks the common ones and makes r->threads (id, CPU, histogram) with priv[i]
+ * of priv_size bytes each as their generator state (priv may be NULL); 0, or an exit status. */
+static int prepare_threads(struct load_run *r, void *priv, size_t priv_size)
 {
 	if (!r->nports || !r->nthreads) {
 		fprintf(stderr, "%s: --ports and --cpus are required (--help)\n", r->name);
@@ -221,7 +226,10 @@ static void sleep_until(uint64_t deadline_ns, const struct load_run *r)
 	}
 }
 
-int load_share_items(struct load_run *r, void *items, size_t size, unsigned n)
+/* Gives every thread an epoll set and its share of the n items, each `size` bytes from `items`: item i
+ * goes to thread i mod threads, so every thread gets an even share. 0, or 1 after a message; free_run
+ * releases them. */
+static int share_items(struct load_run *r, void *items, size_t size, unsigned n)
 {
 	for (unsigned i = 0; i < r->nthreads; i++) {
 		struct load_thread *t = &r->threads[i];
@@ -328,7 +336,8 @@ static void write_result(struct load_run *r, const uint64_t *window, const struc
 		fprintf(stderr, "%s: %s: %s\n", r->name, r->result_path, strerror(errno));
 }
 
-int load_run_main(struct load_run *r)
+/* Starts the threads, waits for the end, writes the result; the program's exit status. */
+static int run_threads(struct load_run *r)
 {
 	if (!r->nthreads) {
 		fprintf(stderr, "%s: --cpus is required\n", r->name);
@@ -429,7 +438,8 @@ int load_run_main(struct load_run *r)
 	return 0;
 }
 
-void load_run_free(struct load_run *r)
+/* Frees what load_main allocated in r (threads and their epoll sets, CPU list, ports, statistics). */
+static void free_run(struct load_run *r)
 {
 	if (r->stats.hdr && r->stats.hdr != MAP_FAILED)
 		munmap(r->stats.hdr, r->stats.size);
@@ -445,4 +455,97 @@ void load_run_free(struct load_run *r)
 	r->stats.hdr = NULL;
 	r->threads = NULL;
 	r->cpus = NULL;
+}
+
+#define GO_ON -1 /* parse_options: the run goes on (anything else is the program's exit status) */
+#define MAX_OPTIONS 64
+
+static const struct option common_options[] = {
+	{ "ports", required_argument, NULL, 1007 },
+	{ "host", required_argument, NULL, 1008 },
+	{ "cpus", required_argument, NULL, 1001 },
+	{ "stats", required_argument, NULL, 1002 },
+	{ "result", required_argument, NULL, 1003 },
+	{ "limit", required_argument, NULL, 1004 },
+	{ "warmup", required_argument, NULL, 1005 },
+	{ "duration", required_argument, NULL, 1006 },
+};
+
+/* The generator's options, --help and the common ones; GO_ON, or the exit status of a run that ends here. */
+static int parse_options(int argc, char **argv, struct load_run *r)
+{
+	const size_t ncommon = sizeof(common_options) / sizeof(common_options[0]);
+	struct option all[MAX_OPTIONS];
+	size_t n = 0;
+	while (r->options && r->options[n].name)
+		n++;
+	if (n + 1 + ncommon + 1 > MAX_OPTIONS) {
+		fprintf(stderr, "%s: more than %d options\n", r->name, MAX_OPTIONS);
+		return 2;
+	}
+	memcpy(all, r->options, n * sizeof(*all));
+	all[n] = (struct option){ "help", no_argument, NULL, 'h' };
+	memcpy(all + n + 1, common_options, sizeof(common_options));
+	all[n + 1 + ncommon] = (struct option){ 0 };
+	int opt;
+	while ((opt = getopt_long(argc, argv, "", all, NULL)) != -1) {
+		if (common_option(r, opt, optarg))
+			continue;
+		if (opt == 'h') {
+			r->usage();
+			return 0;
+		}
+		if (r->option(r, opt, optarg)) {
+			r->usage();
+			return 2;
+		}
+	}
+	return GO_ON;
+}
+
+/*
+ * The generator's r->nitems items, with the descriptors they need: item i goes to port i mod ports and
+ * (share_items) thread i mod threads, so every port and every thread gets an even share. 0, or 1.
+ */
+static int make_items(struct load_run *r)
+{
+	/* A socket per item and an epoll set per thread, with room for the process's own. */
+	if (reserve_fds(r->name, (unsigned long)r->nitems + r->nthreads + 64))
+		return 1;
+	r->items = calloc(r->nitems, r->item_size);
+	if (!r->items)
+		return 1;
+	for (unsigned i = 0; i < r->nitems; i++)
+		r->init_item(r, (char *)r->items + i * r->item_size, i, r->ports[i % r->nports]);
+	return share_items(r, r->items, r->item_size, r->nitems) ? 1 : 0;
+}
+
+int load_main(int argc, char **argv, struct load_run *r)
+{
+	int status = parse_options(argc, argv, r);
+	if (status != GO_ON)
+		return status;
+	void *thread_privs = NULL;
+	if (r->thread_priv_size && !(thread_privs = calloc(r->nthreads ? r->nthreads : 1, r->thread_priv_size)))
+		status = 1;
+	else
+		status = prepare_threads(r, thread_privs, r->thread_priv_size);
+	if (!status)
+		status = r->prepare(r);
+	if (!status)
+		status = make_items(r);
+	if (!status && r->open_items)
+		status = r->open_items(r);
+	if (!status) {
+		status = run_threads(r);
+		if (r->finish)
+			status = r->finish(r, status);
+	}
+	for (unsigned i = 0; r->items && i < r->nitems; i++)
+		r->free_item((char *)r->items + i * r->item_size);
+	free(r->items);
+	r->items = NULL;
+	free(thread_privs);
+	free_run(r);
+	return status;
 }

@@ -2,8 +2,10 @@
  * What every load generator shares: a thread per CPU, pinned; the live statistics file; the phase
  * (warm-up, window, after) set by the harness or, standalone, by the clock; a stop on SIGTERM, SIGINT
  * or the time limit; and at the end one result file with the window's counts and latency percentiles.
- * A generator supplies its thread function, which loops until load_stopping() and counts through
- * load_count() and load_latency().
+ * And the whole of a generator's main (load_main): the common options, the threads, the descriptors,
+ * the generator's items (connections, contexts, sessions) spread over the ports and the threads, the
+ * run, the cleanup. A generator fills a struct load_run with its hooks and its thread function, which
+ * loops until load_stopping() and counts through load_count() and load_latency().
  */
 #ifndef MOSBENCH_LOAD_RUN_H
 #define MOSBENCH_LOAD_RUN_H
@@ -11,6 +13,7 @@
 #include "hist.h"
 #include "stats.h"
 
+#include <getopt.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -25,14 +28,38 @@ struct load_thread {
 	bool in_window;
 	uint64_t window[LC_COUNT];	/* counts while the window was open */
 	struct hist latency;		/* ns, window only */
-	int epfd;			/* its epoll set, from load_share_items (else -1) */
+	int epfd;			/* its epoll set, made by load_main (else -1) */
 	void **items;			/* its share of the generator's items (sockets, sessions) */
 	unsigned nitems;
 	void *priv;			/* the generator's own per-thread state, if it has any */
 };
 
 struct load_run {
+	/* The generator's part, filled before load_main; hooks marked optional may be NULL. */
 	const char *name;		/* for messages: "mosbench-memload" */
+	const struct option *options;	/* its own long options, { 0 }-ended, none of them 'h'; load_main
+					 * adds --help and the common ones (LOAD_RUN_USAGE) */
+	/* Takes one of its own options: 0, or -1 if opt is none of them (usage, exit 2). */
+	int (*option)(struct load_run *r, int opt, const char *arg);
+	void (*usage)(void);		/* for --help and a bad option */
+	size_t thread_priv_size;	/* each thread's priv: this many bytes, zeroed (0: none) */
+	/* After the options are checked and the threads made: sets nitems; 0, or an exit status. */
+	int (*prepare)(struct load_run *r);
+	size_t item_size;		/* the size of one of the generator's items */
+	/* Item i, zeroed, goes to port i mod ports (and, shared out, to thread i mod threads). */
+	void (*init_item)(struct load_run *r, void *item, unsigned i, uint16_t port);
+	/* Optional: once the items are shared out among the threads; 0, or an exit status. */
+	int (*open_items)(struct load_run *r);
+	void *(*thread_fn)(struct load_thread *t);
+	/* Lines of the generator's own for the result file: "key": value pairs, comma-separated. */
+	void (*describe)(struct load_run *r, FILE *out);
+	/* Optional: after the run, given its exit status; the program's exit status. */
+	int (*finish)(struct load_run *r, int status);
+	/* Closes the item's socket, if it has one open, and frees what it holds. */
+	void (*free_item)(void *item);
+	void *priv;
+
+	/* Filled by load_main. */
 	int *cpus;
 	unsigned nthreads;
 	uint16_t *ports;		/* the servers' ports, on host */
@@ -45,11 +72,16 @@ struct load_run {
 	double warmup_s, duration_s;	/* standalone: the window the generator times itself */
 	struct load_stats stats;
 	struct load_thread *threads;
-	void *(*thread_fn)(struct load_thread *t);
-	/* Lines of the generator's own for the result file: "key": value pairs, comma-separated. */
-	void (*describe)(struct load_run *r, FILE *out);
-	void *priv;
+	void *items;			/* nitems (set by prepare) of item_size bytes */
+	unsigned nitems;
 };
+
+/*
+ * A load generator's main: parses the common options and the generator's own, makes the threads, calls
+ * prepare, reserves the descriptors, makes the items, shares them among the threads, opens them, runs,
+ * calls finish and frees everything; the program's exit status.
+ */
+int load_main(int argc, char **argv, struct load_run *r);
 
 uint64_t load_now_ns(void);
 bool load_stopping(const struct load_run *r);
@@ -57,10 +89,6 @@ bool load_stopping(const struct load_run *r);
 void load_poll_phase(struct load_thread *t);
 void load_count(struct load_thread *t, enum load_counter c, uint64_t n);
 void load_latency(struct load_thread *t, uint64_t ns);
-/* Gives every thread an epoll set and its share of the generator's n items, each `size` bytes from
- * `items`: item i goes to thread i mod threads, so every thread gets an even share. 0, or 1 after a
- * message; load_run_free releases them. */
-int load_share_items(struct load_run *r, void *items, size_t size, unsigned n);
 /* A non-blocking TCP_NODELAY socket connecting to the servers' host at port, added to the thread's
  * epoll set for EPOLLOUT with item as its data; -1 after load_fail. */
 int load_tcp_connect(struct load_thread *t, uint16_t port, void *item);
@@ -73,30 +101,8 @@ void load_epoll_loop(struct load_thread *t, int (*on_event)(struct load_thread *
 		     int (*scan)(struct load_thread *t, uint64_t now));
 /* `"key": {count, min, p50, p90, p99, p999, max}` of a histogram, for a result file. */
 void load_write_latency(FILE *f, const char *key, const struct hist *h);
-/* Raises the soft descriptor limit to what `need` descriptors require; a clear error when it cannot. */
-int load_reserve_fds(const char *name, unsigned long need);
 /* A whole number in [lo, hi] for --what, or a message and exit 2. */
 long load_parse_number(const char *name, const char *what, const char *arg, long lo, long hi);
-/* Parses --ports/--host/--cpus/--stats/--result/--limit/--warmup/--duration into r; 1 if it took the
- * option, exit 2 with a message for a bad value. */
-int load_run_option(struct load_run *r, int opt, const char *arg);
-/* After the options: checks the common ones and makes r->threads (id, CPU, histogram) with priv[i]
- * of priv_size bytes each as their generator state (priv may be NULL); 0, or an exit status. */
-int load_run_prepare(struct load_run *r, void *priv, size_t priv_size);
-/* Starts the threads, waits for the end, writes the result; the program's exit status. */
-int load_run_main(struct load_run *r);
-/* Frees what load_run_option and the generator allocated in r (threads, CPU list, statistics). */
-void load_run_free(struct load_run *r);
-
-#define LOAD_RUN_LONG_OPTIONS                                        \
-	{ "ports", required_argument, NULL, 1007 },                 \
-	{ "host", required_argument, NULL, 1008 },                  \
-	{ "cpus", required_argument, NULL, 1001 },                  \
-	{ "stats", required_argument, NULL, 1002 },                 \
-	{ "result", required_argument, NULL, 1003 },                \
-	{ "limit", required_argument, NULL, 1004 },                 \
-	{ "warmup", required_argument, NULL, 1005 },                \
-	{ "duration", required_argument, NULL, 1006 }
 
 #define LOAD_RUN_USAGE                                                                        \
 	"  --ports LIST       the servers' ports (\"11300-11347\" or \"11300,11302\")\n"          \

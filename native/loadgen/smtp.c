@@ -66,7 +66,6 @@ struct smtpload {
 	const char *domain;
 	uint64_t timeout_ns;
 	const char *ledger_path;
-	struct session *sessions;
 };
 
 struct smtp_thread {
@@ -354,7 +353,7 @@ static void describe(struct load_run *r, FILE *out)
 }
 
 /* {"sessions": [{"user": "u00000", "next": N, "accepted": [[a, b], ...], "uncertain": [n, ...]}, ...]} */
-static int write_ledger(const struct smtpload *g)
+static int write_ledger(const struct smtpload *g, const struct session *sessions)
 {
 	char tmp[4096];
 	if (snprintf(tmp, sizeof(tmp), "%s.new", g->ledger_path) >= (int)sizeof(tmp))
@@ -364,7 +363,7 @@ static int write_ledger(const struct smtpload *g)
 		return -1;
 	fputs("{\"sessions\": [", f);
 	for (unsigned i = 0; i < g->nsessions; i++) {
-		const struct session *s = &g->sessions[i];
+		const struct session *s = &sessions[i];
 		fprintf(f, "%s\n {\"user\": \"u%05u\", \"next\": %" PRIu64 ", \"accepted\": [", i ? "," : "", s->id,
 			s->seq + (uint64_t)s->in_flight);
 		for (size_t k = 0; k < s->naccepted; k++)
@@ -396,71 +395,79 @@ static void usage(void)
 		LOAD_RUN_USAGE);
 }
 
+static const struct option options[] = {
+	{ "sessions", required_argument, NULL, 's' },
+	{ "messages-per-connection", required_argument, NULL, 'm' },
+	{ "domain", required_argument, NULL, 'D' },
+	{ "timeout-ms", required_argument, NULL, 't' },
+	{ "ledger", required_argument, NULL, 'L' },
+	{ 0 },
+};
+
+static int smtp_option(struct load_run *r, int opt, const char *arg)
+{
+	struct smtpload *g = r->priv;
+	switch (opt) {
+	case 's': g->nsessions = (unsigned)load_parse_number(NAME, "sessions", arg, 1, MAX_SESSIONS); break;
+	case 'm':
+		g->per_conn = (unsigned)load_parse_number(NAME, "messages-per-connection", arg, 1, 1000000);
+		break;
+	case 'D': g->domain = arg; break;
+	case 't': g->timeout_ns = (uint64_t)load_parse_number(NAME, "timeout-ms", arg, 1, 600000) * 1000000ull; break;
+	case 'L': g->ledger_path = arg; break;
+	default: return -1;
+	}
+	return 0;
+}
+
+static int smtp_prepare(struct load_run *r)
+{
+	const struct smtpload *g = r->priv;
+	for (unsigned i = 0; i < r->nthreads; i++)
+		hist_init(&((struct smtp_thread *)r->threads[i].priv)->connection);
+	r->nitems = g->nsessions;
+	return 0;
+}
+
+/* Session i mails user i, through port i mod ports, from thread i mod threads. */
+static void init_session(struct load_run *r, void *item, unsigned i, uint16_t port)
+{
+	struct session *s = item;
+	(void)r;
+	s->fd = -1;
+	s->id = i;
+	s->port = port;
+}
+
+static int smtp_finish(struct load_run *r, int status)
+{
+	const struct smtpload *g = r->priv;
+	if (g->ledger_path && write_ledger(g, r->items)) {
+		fprintf(stderr, NAME ": ledger %s: %s\n", g->ledger_path, strerror(errno));
+		status = 1;
+	}
+	return status;
+}
+
+static void free_session(void *item)
+{
+	struct session *s = item;
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->accepted);
+	free(s->uncertain);
+}
+
 int main(int argc, char **argv)
 {
 	struct smtpload g = { .nsessions = 96, .per_conn = 10, .domain = "mosbench.test",
 			      .timeout_ns = 10000000000ull };
-	struct load_run r = { .name = NAME, .thread_fn = smtp_thread, .describe = describe, .priv = &g };
-	const struct option options[] = {
-		{ "sessions", required_argument, NULL, 's' },
-		{ "messages-per-connection", required_argument, NULL, 'm' },
-		{ "domain", required_argument, NULL, 'D' },
-		{ "timeout-ms", required_argument, NULL, 't' },
-		{ "ledger", required_argument, NULL, 'L' },
-		{ "help", no_argument, NULL, 'h' },
-		LOAD_RUN_LONG_OPTIONS,
-		{ 0 },
+	struct load_run r = {
+		.name = NAME, .priv = &g,
+		.options = options, .option = smtp_option, .usage = usage,
+		.thread_priv_size = sizeof(struct smtp_thread), .prepare = smtp_prepare,
+		.item_size = sizeof(struct session), .init_item = init_session, .free_item = free_session,
+		.thread_fn = smtp_thread, .describe = describe, .finish = smtp_finish,
 	};
-	int opt;
-	while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
-		if (load_run_option(&r, opt, optarg))
-			continue;
-		switch (opt) {
-		case 's': g.nsessions = (unsigned)load_parse_number(NAME, "sessions", optarg, 1, MAX_SESSIONS); break;
-		case 'm':
-			g.per_conn = (unsigned)load_parse_number(NAME, "messages-per-connection", optarg, 1, 1000000);
-			break;
-		case 'D': g.domain = optarg; break;
-		case 't': g.timeout_ns = (uint64_t)load_parse_number(NAME, "timeout-ms", optarg, 1, 600000) * 1000000ull; break;
-		case 'L': g.ledger_path = optarg; break;
-		case 'h': usage(); return 0;
-		default: usage(); return 2;
-		}
-	}
-	struct smtp_thread *sts = calloc(r.nthreads ? r.nthreads : 1, sizeof(*sts));
-	int status = sts ? load_run_prepare(&r, sts, sizeof(*sts)) : 1;
-	if (status)
-		goto out;
-	status = 1;
-	if (load_reserve_fds(NAME, g.nsessions + r.nthreads + 64))
-		goto out;
-	g.sessions = calloc(g.nsessions, sizeof(*g.sessions));
-	if (!g.sessions)
-		goto out;
-	for (unsigned i = 0; i < r.nthreads; i++)
-		hist_init(&sts[i].connection);
-	/* Session i mails user i, through port i mod ports, from thread i mod threads. */
-	for (unsigned i = 0; i < g.nsessions; i++) {
-		g.sessions[i].fd = -1;
-		g.sessions[i].id = i;
-		g.sessions[i].port = r.ports[i % r.nports];
-	}
-	if (load_share_items(&r, g.sessions, sizeof(*g.sessions), g.nsessions))
-		goto out;
-	status = load_run_main(&r);
-	if (g.ledger_path && write_ledger(&g)) {
-		fprintf(stderr, NAME ": ledger %s: %s\n", g.ledger_path, strerror(errno));
-		status = 1;
-	}
-out:
-	for (unsigned i = 0; g.sessions && i < g.nsessions; i++) {
-		if (g.sessions[i].fd >= 0)
-			close(g.sessions[i].fd);
-		free(g.sessions[i].accepted);
-		free(g.sessions[i].uncertain);
-	}
-	free(sts);
-	free(g.sessions);
-	load_run_free(&r);
-	return status;
+	return load_main(argc, argv, &r);
 }

@@ -514,13 +514,28 @@ static _Noreturn void host_resume(struct driver *r, const char *spec)
 	host_main(r);
 }
 
-int main(int argc, char **argv)
+/* What the command line asks of the supervisor; the test, mode, CPUs and parameters go to struct driver. */
+struct settings {
+	const char *counters;		/* the harness's counters file; NULL: standalone */
+	const char *workdir_parent;	/* where the scratch directory goes; NULL: /tmp */
+	const char *host_spec;		/* only in the executed host: what exec_host passed it */
+	bool standalone;		/* no --counters: the driver samples, warms up and prints a SUMMARY */
+	double warmup, duration, timeout;
+};
+
+/* What came of the run, for report(). */
+struct outcome {
+	bool started;			/* every task was ready and the gate opened */
+	bool host_gone;			/* the host ended before the supervisor stopped it */
+	int host_status;		/* its wait status, once reaped */
+};
+
+#define GO_ON -1 /* parse_options: the run goes on (anything else is the program's exit status) */
+
+/* The options into r (test, mode, CPUs, parameters) and s; GO_ON, or the exit status of a run that ends here. */
+static int parse_options(int argc, char **argv, struct driver *r, struct settings *s)
 {
-	without_aslr(argv);
-	struct driver r = { .mode = MICRO_PROCS };
-	const char *test_name = NULL, *cpus = NULL, *counters = NULL, *workdir_parent = NULL, *host_spec = NULL;
-	double warmup = 1, duration = 5, timeout = 3600;
-	bool standalone;
+	const char *test_name = NULL, *cpus = NULL;
 	static const struct option opts[] = {
 		{ "list", no_argument, NULL, 'l' },	  { "test", required_argument, NULL, 't' },
 		{ "mode", required_argument, NULL, 'm' }, { "cpus", required_argument, NULL, 'c' },
@@ -535,6 +550,7 @@ int main(int argc, char **argv)
 		{ 0 }
 	};
 
+	*s = (struct settings){ .warmup = 1, .duration = 5, .timeout = 3600 };
 	for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
 		switch (c) {
 		case 'l':
@@ -543,29 +559,29 @@ int main(int argc, char **argv)
 		case 't': test_name = optarg; break;
 		case 'm':
 			if (!strcmp(optarg, "procs"))
-				r.mode = MICRO_PROCS;
+				r->mode = MICRO_PROCS;
 			else if (!strcmp(optarg, "threads"))
-				r.mode = MICRO_THREADS;
+				r->mode = MICRO_THREADS;
 			else {
 				fprintf(stderr, "mosbench-micro: --mode must be procs or threads\n");
 				return 2;
 			}
 			break;
 		case 'c': cpus = optarg; break;
-		case 'C': counters = optarg; break;
-		case 'w': workdir_parent = optarg; break;
-		case 'W': warmup = atof(optarg); break;
-		case 'd': duration = atof(optarg); break;
-		case 'T': timeout = atof(optarg); break;
+		case 'C': s->counters = optarg; break;
+		case 'w': s->workdir_parent = optarg; break;
+		case 'W': s->warmup = atof(optarg); break;
+		case 'd': s->duration = atof(optarg); break;
+		case 'T': s->timeout = atof(optarg); break;
 		case 'p':
-			if (add_param(&r, optarg)) {
+			if (add_param(r, optarg)) {
 				fprintf(stderr, "mosbench-micro: bad --param '%s' (NAME=INTEGER, at most %d)\n", optarg,
 					MAX_PARAMS);
 				return 2;
 			}
 			break;
 		case 'h': usage(stdout); return 0;
-		case 'H': host_spec = optarg; break;
+		case 'H': s->host_spec = optarg; break;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -573,32 +589,30 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (!(r.test = find_test(test_name))) {
+	if (!(r->test = find_test(test_name))) {
 		fprintf(stderr, "mosbench-micro: unknown test '%s' (see --list)\n", test_name);
 		return 2;
 	}
-	if (r.test->threads_only && r.mode != MICRO_THREADS) {
+	if (r->test->threads_only && r->mode != MICRO_THREADS) {
 		fprintf(stderr, "mosbench-micro: %s runs in threads mode only\n", test_name);
 		return 2;
 	}
-	if (cpulist_parse(cpus, &r.cpus, &r.ntasks)) {
+	if (cpulist_parse(cpus, &r->cpus, &r->ntasks)) {
 		fprintf(stderr, "mosbench-micro: bad CPU list '%s'\n", cpus);
 		return 2;
 	}
-	standalone = !counters;
+	s->standalone = !s->counters;
+	r->region_size = SLOTS_OFFSET + (size_t)r->ntasks * SLOT_STRIDE;
+	return GO_ON;
+}
 
-	r.region_size = SLOTS_OFFSET + (size_t)r.ntasks * SLOT_STRIDE;
-	if (host_spec)
-		host_resume(&r, host_spec);
-	/*
-	 * Descriptors inherited from whatever started us would go on to the host, and a forked child's
-	 * table is sized for its parent's open descriptors: threads' dup1 and open1 at two tasks swing 2x
-	 * with that state (2.4M ops/s with a shell's stray fd 251 open, 3.2M without). Closed, the tasks
-	 * share the kernel's embedded table, as will-it-scale's do under its runtest.py.
-	 */
-	close_range(3, ~0U, 0);
+/*
+ * The counter region, mapped at r->hdr with its header written: the harness's file with --counters,
+ * else a memfd; its descriptor in *cfd, for the host. 0, or an exit status after a message.
+ */
+static int make_counters(struct driver *r, const char *counters, int *cfd)
+{
 	char counters_tmp[4096];
-	int cfd;
 	if (counters) {
 		/* Made under a temporary name and renamed once the header is written: whoever sees the file
 		 * sees it whole (the harness once read a header that was not written yet). */
@@ -606,48 +620,51 @@ int main(int argc, char **argv)
 			fprintf(stderr, "mosbench-micro: %s: %s\n", counters, strerror(ENAMETOOLONG));
 			return 1;
 		}
-		cfd = open(counters_tmp, O_RDWR | O_CREAT | O_EXCL, 0644);
+		*cfd = open(counters_tmp, O_RDWR | O_CREAT | O_EXCL, 0644);
 	} else {
 		snprintf(counters_tmp, sizeof(counters_tmp), "memfd");
-		cfd = memfd_create("mosbench-micro-counters", 0);
+		*cfd = memfd_create("mosbench-micro-counters", 0);
 	}
-	if (cfd < 0 || ftruncate(cfd, (off_t)r.region_size)) {
+	if (*cfd < 0 || ftruncate(*cfd, (off_t)r->region_size)) {
 		fprintf(stderr, "mosbench-micro: %s: %s\n", counters_tmp, strerror(errno));
 		return 1;
 	}
-	r.hdr = mmap(NULL, r.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, cfd, 0);
-	if (r.hdr == MAP_FAILED) {
+	r->hdr = mmap(NULL, r->region_size, PROT_READ | PROT_WRITE, MAP_SHARED, *cfd, 0);
+	if (r->hdr == MAP_FAILED) {
 		perror("mosbench-micro: mmap");
 		return 1;
 	}
-	memcpy(r.hdr->magic, MICRO_MAGIC, 8);
-	r.hdr->version = MICRO_VERSION;
-	r.hdr->ntasks = r.ntasks;
-	r.hdr->slot_stride = SLOT_STRIDE;
-	r.hdr->slots_offset = SLOTS_OFFSET;
-	atomic_store(&r.hdr->fail_task, -2);
+	memcpy(r->hdr->magic, MICRO_MAGIC, 8);
+	r->hdr->version = MICRO_VERSION;
+	r->hdr->ntasks = r->ntasks;
+	r->hdr->slot_stride = SLOT_STRIDE;
+	r->hdr->slots_offset = SLOTS_OFFSET;
+	atomic_store(&r->hdr->fail_task, -2);
 	if (counters && rename(counters_tmp, counters)) {
 		fprintf(stderr, "mosbench-micro: %s: %s\n", counters, strerror(errno));
 		unlink(counters_tmp);
 		return 1;
 	}
-	int sfd = -1;
-	if (r.test->shared_size) {
-		sfd = memfd_create("mosbench-micro-shared", 0);
-		if (sfd < 0 || ftruncate(sfd, (off_t)r.test->shared_size) ||
-		    (r.shared = mmap(NULL, r.test->shared_size, PROT_READ | PROT_WRITE, MAP_SHARED, sfd, 0)) ==
-			    MAP_FAILED) {
-			perror("mosbench-micro: shared area");
-			return 1;
-		}
-	}
-	int err = make_workdir(r.workdir, sizeof(r.workdir), workdir_parent);
-	if (err) {
-		fprintf(stderr, "mosbench-micro: scratch directory in %s: %s\n",
-			workdir_parent ? workdir_parent : "/tmp", strerror(err));
+	return 0;
+}
+
+/* The test's shared area, if it has one: a memfd mapped at r->shared, its descriptor in *sfd (else -1). */
+static int make_shared(struct driver *r, int *sfd)
+{
+	*sfd = -1;
+	if (!r->test->shared_size)
+		return 0;
+	*sfd = memfd_create("mosbench-micro-shared", 0);
+	if (*sfd < 0 || ftruncate(*sfd, (off_t)r->test->shared_size) ||
+	    (r->shared = mmap(NULL, r->test->shared_size, PROT_READ | PROT_WRITE, MAP_SHARED, *sfd, 0)) == MAP_FAILED) {
+		perror("mosbench-micro: shared area");
 		return 1;
 	}
+	return 0;
+}
 
+static void catch_signals(void)
+{
 	struct sigaction sa = { .sa_handler = on_stop_signal };
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
@@ -656,19 +673,13 @@ int main(int argc, char **argv)
 	sigaction(SIGCHLD, &child, NULL);
 	/* Output goes to a pipe the harness reads; a vanished reader must not kill us before cleanup. */
 	signal(SIGPIPE, SIG_IGN);
+}
 
-	/*
-	 * Tasks and partners orphaned by the host's death come to us, not to PID 1, so we reap the whole
-	 * tree before exiting: no zombie outlives the run to keep its cgroup busy (PID 1 may reap late).
-	 */
-	prctl(PR_SET_CHILD_SUBREAPER, 1);
+/* Forks the host, in a process group of its own, to execute this program again (exec_host); its pid or -1. */
+static pid_t fork_host(int argc, char **argv, int cfd, int sfd, const struct driver *r)
+{
 	pid_t supervisor = getpid();
 	pid_t host = fork();
-	if (host < 0) {
-		perror("mosbench-micro: fork");
-		nftw(r.workdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-		return 1;
-	}
 	if (host == 0) {
 		setpgid(0, 0);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -680,109 +691,205 @@ int main(int argc, char **argv)
 		 * across the exec. */
 		signal(SIGINT, SIG_IGN);
 		signal(SIGHUP, SIG_IGN);
-		exec_host(argc, argv, cfd, sfd, &r);
+		exec_host(argc, argv, cfd, sfd, r);
 	}
-	setpgid(host, host); /* both sides set it, so no kill(-host) can race ahead of the child's */
+	if (host > 0)
+		setpgid(host, host); /* both sides set it, so no kill(-host) can race ahead of the child's */
+	return host;
+}
+
+/*
+ * Everything before the tasks: the counter region, the test's shared area, the scratch directory, the
+ * signal handlers, and the tasks' host, started. 0 with the host's pid in *host, or an exit status.
+ */
+static int set_up(int argc, char **argv, struct driver *r, const struct settings *s, pid_t *host)
+{
+	/*
+	 * Descriptors inherited from whatever started us would go on to the host, and a forked child's
+	 * table is sized for its parent's open descriptors: threads' dup1 and open1 at two tasks swing 2x
+	 * with that state (2.4M ops/s with a shell's stray fd 251 open, 3.2M without). Closed, the tasks
+	 * share the kernel's embedded table, as will-it-scale's do under its runtest.py.
+	 */
+	close_range(3, ~0U, 0);
+	int cfd, sfd;
+	int rc = make_counters(r, s->counters, &cfd);
+	if (rc || (rc = make_shared(r, &sfd)))
+		return rc;
+	int err = make_workdir(r->workdir, sizeof(r->workdir), s->workdir_parent);
+	if (err) {
+		fprintf(stderr, "mosbench-micro: scratch directory in %s: %s\n",
+			s->workdir_parent ? s->workdir_parent : "/tmp", strerror(err));
+		return 1;
+	}
+	catch_signals();
+
+	/*
+	 * Tasks and partners orphaned by the host's death come to us, not to PID 1, so we reap the whole
+	 * tree before exiting: no zombie outlives the run to keep its cgroup busy (PID 1 may reap late).
+	 */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	*host = fork_host(argc, argv, cfd, sfd, r);
+	if (*host < 0) {
+		perror("mosbench-micro: fork");
+		nftw(r->workdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+		return 1;
+	}
 	close(cfd);
 	if (sfd >= 0)
 		close(sfd);
+	return 0;
+}
 
-	int rc = 0, status;
-	bool host_gone = false;
-	double t0 = now_s(), deadline = t0 + timeout;
-	while (atomic_load(&r.hdr->ready) < r.ntasks && atomic_load(&r.hdr->state) != STATE_FAILED) {
-		if (waitpid(host, &status, WNOHANG) == host) {
-			host_gone = true;
+/* Waits for every task to be ready, from t0, then opens the gate: o->started if it did. */
+static void start_tasks(struct driver *r, pid_t host, double t0, struct outcome *o)
+{
+	while (atomic_load(&r->hdr->ready) < r->ntasks && atomic_load(&r->hdr->state) != STATE_FAILED) {
+		if (waitpid(host, &o->host_status, WNOHANG) == host) {
+			o->host_gone = true;
 			break;
 		}
 		if (stop_requested || now_s() - t0 > READY_TIMEOUT_S)
 			break;
 		sleep_s(0.001);
 	}
-	bool started = !host_gone && atomic_load(&r.hdr->ready) == r.ntasks &&
-		       atomic_load(&r.hdr->state) != STATE_FAILED && !stop_requested;
-	if (started) {
-		atomic_store(&r.hdr->state, STATE_RUNNING);
-		atomic_store_explicit(&r.hdr->go, 1, memory_order_release);
-		printf("started test=%s mode=%s tasks=%u\n", r.test->name,
-		       r.mode == MICRO_PROCS ? "procs" : "threads", r.ntasks);
+	o->started = !o->host_gone && atomic_load(&r->hdr->ready) == r->ntasks &&
+		     atomic_load(&r->hdr->state) != STATE_FAILED && !stop_requested;
+	if (o->started) {
+		atomic_store(&r->hdr->state, STATE_RUNNING);
+		atomic_store_explicit(&r->hdr->go, 1, memory_order_release);
+		printf("started test=%s mode=%s tasks=%u\n", r->test->name,
+		       r->mode == MICRO_PROCS ? "procs" : "threads", r->ntasks);
 		fflush(stdout);
 	}
+}
 
-	uint64_t *per_task = calloc(r.ntasks, sizeof(*per_task));
-	uint64_t window_start = 0;
-	double t_start = now_s(), next_sample = t_start + 1;
-	unsigned sec = 0;
-	while (started && per_task) {
+/* Standalone sampling: the per-task counts, the window's first total, the next sample's time. */
+struct sampler {
+	uint64_t *per_task;
+	uint64_t window_start;
+	double next_sample;
+	unsigned sec;
+};
+
+/* One standalone sample, printed; at the window's end the SUMMARY line too, and true. */
+static bool take_sample(const struct driver *r, const struct settings *s, struct sampler *sp)
+{
+	uint64_t total = total_iterations(r->hdr, r->ntasks, sp->per_task);
+	sp->sec++;
+	printf("sample %u total=%" PRIu64 " tasks=", sp->sec, total);
+	for (unsigned i = 0; i < r->ntasks; i++)
+		printf("%s%" PRIu64, i ? "," : "", sp->per_task[i]);
+	printf("\n");
+	fflush(stdout);
+	if (sp->sec == (unsigned)s->warmup)
+		sp->window_start = total;
+	if (sp->sec >= (unsigned)(s->warmup + s->duration)) {
+		double secs = sp->sec - (unsigned)s->warmup;
+		double ops = (double)(total - sp->window_start) / secs;
+		printf("SUMMARY test=%s mode=%s tasks=%u warmup=%u duration=%.0f ops_per_sec=%.0f "
+		       "ops_per_sec_per_task=%.0f\n",
+		       r->test->name, r->mode == MICRO_PROCS ? "procs" : "threads", r->ntasks,
+		       (unsigned)s->warmup, secs, ops, ops / r->ntasks);
+		return true;
+	}
+	sp->next_sample += 1;
+	return false;
+}
+
+/* Until a stop request, the deadline, a failure or the host's end; standalone, until the window is over. */
+static void watch(const struct driver *r, const struct settings *s, pid_t host, double deadline,
+		  struct outcome *o)
+{
+	struct sampler sp = { .per_task = calloc(r->ntasks, sizeof(*sp.per_task)) };
+	sp.next_sample = now_s() + 1;
+	while (o->started && sp.per_task) {
 		if (stop_requested || now_s() > deadline)
 			break;
-		if (atomic_load(&r.hdr->state) == STATE_FAILED)
+		if (atomic_load(&r->hdr->state) == STATE_FAILED)
 			break;
-		if (waitpid(host, &status, WNOHANG) == host) {
-			host_gone = true;
+		if (waitpid(host, &o->host_status, WNOHANG) == host) {
+			o->host_gone = true;
 			break;
 		}
-		if (standalone && now_s() >= next_sample) {
-			uint64_t total = total_iterations(r.hdr, r.ntasks, per_task);
-			sec++;
-			printf("sample %u total=%" PRIu64 " tasks=", sec, total);
-			for (unsigned i = 0; i < r.ntasks; i++)
-				printf("%s%" PRIu64, i ? "," : "", per_task[i]);
-			printf("\n");
-			fflush(stdout);
-			if (sec == (unsigned)warmup)
-				window_start = total;
-			if (sec >= (unsigned)(warmup + duration)) {
-				double secs = sec - (unsigned)warmup;
-				double ops = (double)(total - window_start) / secs;
-				printf("SUMMARY test=%s mode=%s tasks=%u warmup=%u duration=%.0f ops_per_sec=%.0f "
-				       "ops_per_sec_per_task=%.0f\n",
-				       r.test->name, r.mode == MICRO_PROCS ? "procs" : "threads", r.ntasks,
-				       (unsigned)warmup, secs, ops, ops / r.ntasks);
-				break;
-			}
-			next_sample += 1;
-		}
+		if (s->standalone && now_s() >= sp.next_sample && take_sample(r, s, &sp))
+			break;
 		/*
 		 * Sleeps until the next sample (a second at most): the supervisor shares the tasks' CPUs, and
 		 * frequent wake-ups cost a one-task ping-pong test 10-20% on one CPU. Signals (SIGCHLD from
 		 * a failure, SIGTERM) cut the sleep short.
 		 */
-		double until = standalone ? next_sample : now_s() + 1;
+		double until = s->standalone ? sp.next_sample : now_s() + 1;
 		if (until > deadline)
 			until = deadline;
 		if (until > now_s())
 			sleep_s(until - now_s());
 	}
+	free(sp.per_task);
+}
 
+/* Kills the host's group, reaps every process left and removes the scratch directory. */
+static void stop_tasks(const struct driver *r, pid_t host, struct outcome *o)
+{
 	kill(-host, SIGKILL);
-	if (!host_gone)
-		waitpid(host, &status, 0);
+	if (!o->host_gone)
+		waitpid(host, &o->host_status, 0);
 	/* Partners may have left the host's group only by dying; everything left is ours to reap. */
 	kill(-host, SIGKILL);
 	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
 		;
-	nftw(r.workdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	nftw(r->workdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
 
-	bool failed = atomic_load(&r.hdr->state) == STATE_FAILED || host_gone || (!started && !stop_requested);
-	if (failed) {
-		int ferr = atomic_load(&r.hdr->fail_errno);
-		int ftask = atomic_load(&r.hdr->fail_task);
-		if (ftask != -2)
-			fprintf(stderr, "mosbench-micro: %s: task %d: %s%s%s\n", r.test->name, ftask,
-				r.hdr->fail_what, ferr ? ": " : "", ferr ? strerror(ferr) : "");
-		else if (host_gone)
-			fprintf(stderr, "mosbench-micro: %s: host process ended (status 0x%x)\n", r.test->name,
-				status);
-		else
-			fprintf(stderr, "mosbench-micro: %s: tasks not ready after %d s\n", r.test->name,
-				READY_TIMEOUT_S);
-		atomic_store(&r.hdr->state, STATE_FAILED);
-		rc = 1;
-	} else {
-		atomic_store(&r.hdr->state, STATE_STOPPED);
+/* Starts the tasks once all are ready, samples or waits until the run ends, stops them; what came of it in *o. */
+static void supervise(struct driver *r, const struct settings *s, pid_t host, struct outcome *o)
+{
+	double t0 = now_s();
+	*o = (struct outcome){ .started = false };
+	start_tasks(r, host, t0, o);
+	watch(r, s, host, t0 + s->timeout, o);
+	stop_tasks(r, host, o);
+}
+
+/* A failed run's cause on stderr; the run's end in the counters' state for the harness; the exit status. */
+static int report(struct driver *r, const struct outcome *o)
+{
+	bool failed = atomic_load(&r->hdr->state) == STATE_FAILED || o->host_gone || (!o->started && !stop_requested);
+	if (!failed) {
+		atomic_store(&r->hdr->state, STATE_STOPPED);
+		return 0;
 	}
-	free(per_task);
+	int ferr = atomic_load(&r->hdr->fail_errno);
+	int ftask = atomic_load(&r->hdr->fail_task);
+	if (ftask != -2)
+		fprintf(stderr, "mosbench-micro: %s: task %d: %s%s%s\n", r->test->name, ftask, r->hdr->fail_what,
+			ferr ? ": " : "", ferr ? strerror(ferr) : "");
+	else if (o->host_gone)
+		fprintf(stderr, "mosbench-micro: %s: host process ended (status 0x%x)\n", r->test->name,
+			o->host_status);
+	else
+		fprintf(stderr, "mosbench-micro: %s: tasks not ready after %d s\n", r->test->name, READY_TIMEOUT_S);
+	atomic_store(&r->hdr->state, STATE_FAILED);
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct driver r = { .mode = MICRO_PROCS };
+	struct settings s;
+	struct outcome o;
+	pid_t host;
+
+	without_aslr(argv);
+	int rc = parse_options(argc, argv, &r, &s);
+	if (rc != GO_ON)
+		return rc;
+	if (s.host_spec)
+		host_resume(&r, s.host_spec); /* this is the executed host: it runs the tasks, never returns */
+	rc = set_up(argc, argv, &r, &s, &host);
+	if (rc)
+		return rc;
+	supervise(&r, &s, host, &o);
+	rc = report(&r, &o);
 	free(r.cpus);
 	return rc;
 }
