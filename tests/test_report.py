@@ -126,7 +126,8 @@ def test_client_cpu_time_apart_and_shares_that_add_up(tmp_path):
     assert t.column("client µs u+s") == ["4+4"]
     assert t.column("idle") == ["10%"] and t.column("steal") == ["10%"]  # of 2 s: busy 80%, idle 10%, steal 10%
     (s,) = analysis.build_series(db.points(run))
-    assert s.cells[2].idle_time == pytest.approx(2.0)  # 0.2 idle CPU-seconds over 1e5 requests: the breakdown's idle
+    # 0.2 idle CPU-seconds over 1e5 requests: the breakdown's idle
+    assert s.cells[2].best_trial.idle_us_per_unit == pytest.approx(2.0)
     terminal = table.render(t)
     assert "workload's own (best trial)" not in [c.header for c in terminal.columns]  # wide: HTML only
 
@@ -185,3 +186,89 @@ def test_units_are_pluralised_as_words(unit, plural):
     from mosbench.report.plots import _plural
 
     assert _plural(unit) == plural
+
+
+def test_the_best_trial_is_the_fastest_per_core_and_carries_its_interference(tmp_path):
+    """A cell's figures are its fastest trial's, not its last; a point stored before interference was
+    measured reads as unknown, not as quiet."""
+    db = store.Store(str(tmp_path / "s.sqlite"))
+    run = db.create_run({"params": {}}, {"hostname": "h", "kernel": "k", "topology": {"cpus": [{}]}}, "cmd")
+    for trial, work, interference in ((1, 2e5, 0.07), (2, 1e5, None)):
+        _server_point(db, run, 1, trial, cpus="0", work=work, throughput=work, user_s=0.2, system_s=0.8, idle_s=0.0,
+                      interference=interference, interfered=interference is not None)
+    (s,) = analysis.build_series(db.points(run))
+    c = s.cells[1]
+    assert (c.best, c.median) == (2e5, 1.5e5)
+    assert c.best_trial is c.trials[0] and c.best_trial.system_us_per_unit == pytest.approx(4.0)
+    assert (c.trials[0].interference_share, c.trials[0].interfered) == (0.07, True)
+    assert (c.trials[1].interference_share, c.trials[1].interfered) == (None, False)
+
+
+def test_a_workloads_notes_are_counted_in_the_limit_column(tmp_path):
+    """Exim's deliveries behind its acceptances: its own note, counted over the point's trials beside the
+    client's limit and flagged; the flag itself is not repeated among its metrics."""
+    db = store.Store(str(tmp_path / "s.sqlite"))
+    run = db.create_run({"params": {}}, {"hostname": "h", "kernel": "k", "topology": {"cpus": [{}, {}]}}, "cmd")
+    for trial, lag in ((1, True), (2, False)):
+        _server_point(db, run, 1, trial, workload="exim", variant="stock", unit="message", cpus="0", loadgen_cpus="1",
+                      loadgen_shared=False, user_s=0.3, system_s=0.6, idle_s=0.1, loadgen_user_s=0.1,
+                      loadgen_system_s=0.1, metrics={"client_bound": False, "queue_growth": 500 * trial,
+                                                     "deliveries_lag": lag})
+    (t,) = rows.cell_tables(analysis.build_series(db.points(run)))
+    assert t.column("limit") == ["server, queue grew 1/2"]
+    (row,) = t.rows
+    assert row.cell_styles == {[c.title for c in t.columns].index("limit"): "poor"}
+    assert t.column("workload's own (best trial)") == ["queue_growth=500"]
+    exim = analysis.workload_of("exim")
+    assert [n.text for n in exim.point_notes({"deliveries_lag": True, "queue_growth": 500})] == [
+        "DELIVERIES LAG (the queue grew by 500 in the window)"]
+    assert exim.point_notes({"deliveries_lag": False, "queue_growth": 3}) == []
+
+
+def test_a_workloads_own_columns_read_the_best_trial(tmp_path, monkeypatch):
+    from mosbench.workloads.base import MetricColumn
+
+    class Stub:
+        kind = "window"
+        metrics_shown_apart = ("faults",)
+
+        def columns_for(self, test):
+            return (MetricColumn("faults/op", lambda m: str(m.get("faults", "–"))),)
+
+        def point_notes(self, metrics):
+            return []
+
+        def variant_rank(self, variant):
+            return 0
+
+    monkeypatch.setattr(analysis, "workload_of", lambda name: Stub())
+    db = store.Store(str(tmp_path / "s.sqlite"))
+    run = db.create_run({"params": {}}, {"hostname": "h", "kernel": "k", "topology": {"cpus": [{}]}}, "cmd")
+    for trial, work in ((1, 1e5), (2, 2e5)):
+        _server_point(db, run, 1, trial, workload="stub", cpus="0", work=work, throughput=work, user_s=0.5,
+                      system_s=0.5, idle_s=0.0, metrics={"faults": trial, "other": 1})
+    _server_point(db, run, 2, 1, workload="stub", cpus="0-1", status="failed", reason="died", work=None,
+                  throughput=None, user_s=None, system_s=None, idle_s=None)
+    (t,) = rows.cell_tables(analysis.build_series(db.points(run)))
+    assert t.column("faults/op") == ["2", "–"]  # the faster trial's; nothing for a point without one
+    assert t.column("workload's own (best trial)") == ["other=1", ""]
+    assert "limit" not in [c.title for c in t.columns]  # no client, nothing noted
+
+
+def test_a_workloads_own_figure_draws_its_metrics(tmp_path):
+    """PostgreSQL's system calls per query: a line per kind and variant, the total last in black."""
+    db = store.Store(str(tmp_path / "s.sqlite"))
+    run = db.create_run({"params": {}}, {"hostname": "h", "kernel": "k", "topology": {"cpus": [{}, {}]}}, "cmd")
+    for cores in (1, 2):
+        _server_point(db, run, cores, 1, workload="postgres", test="read-only", variant="small-cache", unit="query",
+                      cpus=f"0-{cores - 1}", user_s=0.5, system_s=0.5, idle_s=0.0,
+                      metrics={"lseek_per_query": 1.0 * cores, "syscalls_per_query": 4.0, "transactions": 10})
+    (s,) = analysis.build_series(db.points(run))
+    (figure,) = analysis.figures_for(s)
+    fig = plots.metric_figure([s], figure)
+    ax = fig.axes[0]
+    assert [line.get_label() for line in ax.lines] == ["small-cache: lseek", "small-cache: all"]
+    assert list(ax.lines[0].get_ydata()) == [1.0, 2.0] and ax.lines[1].get_color() == "black"
+    assert ax.get_ylabel() == "system calls per query"
+    out = html.write(db, [str(run)], tmp_path / "r.html").read_text()
+    assert figure.heading in out and (tmp_path / "r_files" / "postgres_read-only_syscalls.png").exists()

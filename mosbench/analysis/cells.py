@@ -14,7 +14,30 @@ from typing import Any
 from mosbench import workloads
 from mosbench.errors import UserError
 from mosbench.machine.accounting import per_unit_us, server_seconds, shares
-from mosbench.workloads.base import Workload, base_variant
+from mosbench.workloads.base import MetricColumn, MetricFigure, PointNote, Workload, base_variant
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One ok trial of a point as the report reads it. CPU times are µs per unit of work; shares are of
+    the measured CPUs' time (busy + idle + steal = 1)."""
+
+    per_core: float  # work/s/core
+    user_us_per_unit: float  # the point's own groups' (a server's own, without its client)
+    system_us_per_unit: float
+    idle_us_per_unit: float  # the measured CPUs' idle time (Figure 4's third line)
+    client_user_us_per_unit: float | None  # the load generator's, per unit of the server's work
+    client_system_us_per_unit: float | None
+    # User time on the measured CPUs charged to none of the point's groups (another program's)
+    outside_user_us_per_unit: float | None
+    idle_share: float
+    steal_share: float
+    # The share of the measured CPUs' time that programs outside the point took in its window; None for
+    # points stored before it was measured.
+    interference_share: float | None
+    interfered: bool  # the point was stored as interfered (interference_share over the run's limit)
+    samples: list[dict[str, Any]]  # the per-second samples
+    metrics: dict[str, Any]  # the workload's own
 
 
 @dataclass
@@ -22,73 +45,36 @@ class Cell:
     """All trials of one (workload, test, variant, cores)."""
 
     cores: int
-    per_core: list[float] = field(default_factory=list)  # work/s/core for each ok trial
-    user_us: list[float] = field(default_factory=list)  # CPU µs per unit, each trial (the server's own)
-    system_us: list[float] = field(default_factory=list)
-    idle_us: list[float] = field(default_factory=list)  # the measured CPUs' idle time per unit (Figure 4's third line)
-    client_user_us: list[float | None] = field(default_factory=list)  # the load generator's, per unit
-    client_system_us: list[float | None] = field(default_factory=list)
-    # user time on the measured CPUs charged to none of the point's groups (another program), per unit
-    outside_user_us: list[float | None] = field(default_factory=list)
-    idle: list[float] = field(default_factory=list)  # shares of the measured CPUs' time: busy + idle + steal = 1
-    steal: list[float] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-    samples: list[list[dict[str, Any]]] = field(default_factory=list)  # per ok trial, the per-second samples
-    metrics: list[dict[str, Any]] = field(default_factory=list)  # per ok trial, the workload's own
+    trials: list[Trial] = field(default_factory=list)  # the ok ones, in trial order
+    failed: list[str] = field(default_factory=list)  # each failed trial's reason
     cpus: str = ""
     loadgen: str | None = None
     loadgen_shared: bool | None = None
 
     @property
+    def per_core(self) -> list[float]:
+        """Every ok trial's work/s/core."""
+        return [t.per_core for t in self.trials]
+
+    @property
+    def best_trial(self) -> Trial | None:
+        """The trial whose throughput is reported: the highest per-core throughput (the paper's rule)."""
+        return max(self.trials, key=lambda t: t.per_core) if self.trials else None
+
+    @property
     def best(self) -> float | None:
-        return max(self.per_core) if self.per_core else None
+        """The best trial's work/s/core."""
+        return max(self.per_core) if self.trials else None
 
     @property
     def median(self) -> float | None:
-        return statistics.median(self.per_core) if self.per_core else None
-
-    def _at_best(self, values: list[float]) -> float | None:
-        """The CPU-time figure of the trial whose throughput is reported (the best one)."""
-        if not self.per_core or not values:
-            return None
-        return values[self.per_core.index(max(self.per_core))]
-
-    @property
-    def user(self) -> float | None:
-        return self._at_best(self.user_us)
-
-    @property
-    def system(self) -> float | None:
-        return self._at_best(self.system_us)
-
-    @property
-    def idle_time(self) -> float | None:
-        return self._at_best(self.idle_us)
-
-    @property
-    def client_user(self) -> float | None:
-        return self._at_best(self.client_user_us)
-
-    @property
-    def client_system(self) -> float | None:
-        return self._at_best(self.client_system_us)
-
-    @property
-    def outside_user(self) -> float | None:
-        return self._at_best(self.outside_user_us)
-
-    @property
-    def idle_fraction(self) -> float | None:
-        return self._at_best(self.idle)
-
-    @property
-    def steal_fraction(self) -> float | None:
-        return self._at_best(self.steal)
+        return statistics.median(self.per_core) if self.trials else None
 
     @property
     def best_metrics(self) -> dict[str, Any]:
-        """The workload's own metrics of the trial whose throughput is reported."""
-        return self._at_best(self.metrics) or {}
+        """The workload's own metrics of the best trial; empty where no trial was ok."""
+        best = self.best_trial
+        return best.metrics if best else {}
 
 
 @dataclass
@@ -151,19 +137,23 @@ def build_series(points: list[dict[str, Any]], run_label: str | None = None) -> 
             c.failed.append(p.get("reason") or "failed")
             continue
         work = p["work"]
-        c.per_core.append(p["throughput"] / p["cores"])
         user, system = server_seconds(p)
-        c.user_us.append(per_unit_us(user, work))
-        c.system_us.append(per_unit_us(system, work))
-        c.idle_us.append(per_unit_us(p["idle_s"], work))
-        c.client_user_us.append(_per_unit(p.get("loadgen_user_s"), work))
-        c.client_system_us.append(_per_unit(p.get("loadgen_system_s"), work))
-        c.outside_user_us.append(_per_unit(outside_user_seconds(p), work))
         _, idle, steal = shares(p["user_s"], p["system_s"], p["idle_s"], p.get("steal_s") or 0.0)
-        c.idle.append(idle)
-        c.steal.append(steal)
-        c.samples.append(p.get("samples") or [])
-        c.metrics.append(p.get("metrics") or {})
+        c.trials.append(Trial(
+            per_core=p["throughput"] / p["cores"],
+            user_us_per_unit=per_unit_us(user, work),
+            system_us_per_unit=per_unit_us(system, work),
+            idle_us_per_unit=per_unit_us(p["idle_s"], work),
+            client_user_us_per_unit=_per_unit(p.get("loadgen_user_s"), work),
+            client_system_us_per_unit=_per_unit(p.get("loadgen_system_s"), work),
+            outside_user_us_per_unit=_per_unit(outside_user_seconds(p), work),
+            idle_share=idle,
+            steal_share=steal,
+            interference_share=p.get("interference"),
+            interfered=bool(p.get("interfered")),
+            samples=p.get("samples") or [],
+            metrics=p.get("metrics") or {},
+        ))
     return list(by_key.values())
 
 
@@ -195,7 +185,25 @@ def own_models(s: Series, params: dict[str, Any] | None = None) -> dict[str, Any
     return w.models_for(s.test, params or {}) if w else {}
 
 
-def figures_for(s: Series) -> tuple[str, ...]:
+def figures_for(s: Series) -> tuple[MetricFigure, ...]:
     """The workload's own figures for a series' test."""
     w = workload_of(s.workload)
     return w.figures_for(s.test) if w else ()
+
+
+def columns_for(s: Series) -> tuple[MetricColumn, ...]:
+    """The workload's own table columns for a series' test."""
+    w = workload_of(s.workload)
+    return w.columns_for(s.test) if w else ()
+
+
+def point_notes(s: Series, metrics: dict[str, Any]) -> list[PointNote]:
+    """What the workload reads in one trial's metrics that a reader must see."""
+    w = workload_of(s.workload)
+    return w.point_notes(metrics) if w else []
+
+
+def metrics_shown_apart(s: Series) -> tuple[str, ...]:
+    """The workload's metrics that its notes or columns show, left out of the text of its metrics."""
+    w = workload_of(s.workload)
+    return w.metrics_shown_apart if w else ()

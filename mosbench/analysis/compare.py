@@ -30,7 +30,7 @@ IGNORED_KEYS = ("topology", "uid", "harness_scheduling")
 
 
 def flatten(env: dict[str, Any], prefix: str = "") -> dict[str, str]:
-    """Nested facts as dotted keys (sysctls.vm.swappiness, postgres.settings.small-cache.fsync)."""
+    """Nested facts as dotted keys (sysctls.vm.swappiness, a workload's settings.<variant>.fsync)."""
     out: dict[str, str] = {}
     for key, value in env.items():
         name = f"{prefix}{key}"

@@ -129,12 +129,13 @@ def kind_of(function: str) -> str:
 
 def parts(c: Cell) -> dict[str, float]:
     """A cell's best trial's CPU µs per unit of work, by where it went (they add up to `total`)."""
-    total = 1e6 / c.best
-    others = c.outside_user or 0.0
-    out = {"total": total, "user": c.user or 0.0, "system": c.system or 0.0, "idle": c.idle_time or 0.0,
-           "steal": (c.steal_fraction or 0.0) * total, "others": 0.0}
-    if c.loadgen_shared and c.client_user is not None:
-        out["client"] = (c.client_user or 0.0) + (c.client_system or 0.0)
+    best = c.best_trial
+    total = 1e6 / best.per_core
+    others = best.outside_user_us_per_unit or 0.0
+    out = {"total": total, "user": best.user_us_per_unit, "system": best.system_us_per_unit,
+           "idle": best.idle_us_per_unit, "steal": best.steal_share * total, "others": 0.0}
+    if c.loadgen_shared and best.client_user_us_per_unit is not None:
+        out["client"] = best.client_user_us_per_unit + (best.client_system_us_per_unit or 0.0)
     elif others:  # /proc/stat's user time holds another program's: it is not the workload's
         out["user"] = max(0.0, out["user"] - others)
         out["others"] = others
@@ -324,7 +325,7 @@ def judge_all(series: list[Series], profiles: dict[tuple[str, str, str], dict[in
     out = []
     for s in series:
         cells = s.ok_cells()
-        judged = [m for m in (cells[-1].metrics if cells else []) if "client_bound" in m]
+        judged = [t.metrics for t in (cells[-1].trials if cells else []) if "client_bound" in t.metrics]
         bound = sum(bool(m["client_bound"]) for m in judged) > len(judged) / 2 if judged else None
         out.append(judge(s, profiles.get((s.workload, s.test, s.variant)), bound))
     return out

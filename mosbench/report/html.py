@@ -83,8 +83,9 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
             section["scaling"] = Markup(plots.save(fig, files, f"{stem}_scaling"))
         section["profiles"] = _profiles(group, found_profiles, files, stem)
         section["verdicts"] = rows.verdict_table(verdict.judge_all(group, found_profiles))
-        if "syscalls" in analysis.figures_for(group[0]) and (fig := plots.syscalls_figure(group)):
-            section["syscalls"] = Markup(plots.save(fig, files, f"{stem}_syscalls"))
+        section["own_figures"] = [
+            {"heading": f.heading, "note": f.note, "svg": Markup(plots.save(fig, files, f"{stem}_{f.name}"))}
+            for f in analysis.figures_for(group[0]) if (fig := plots.metric_figure(group, f))]
         sections.append(section)
     cell_tables = dict(zip(analysis.group_by_test(series), rows.cell_tables(series), strict=True))
     for section in sections:

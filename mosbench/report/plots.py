@@ -25,6 +25,7 @@ from matplotlib.ticker import EngFormatter, MaxNLocator
 
 from mosbench.analysis.cells import Series, rate_scale, variant_rank
 from mosbench.report.rows import cpu_unit
+from mosbench.workloads.base import MetricFigure
 
 COLORS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 
@@ -65,14 +66,15 @@ def test_figure(series: list[Series], title: str) -> Figure:
         low = [b - min(c.per_core) * factor for b, c in zip(best, cells, strict=True)]
         left.errorbar(xs, best, yerr=[low, [0.0] * len(best)], color=color, marker="o", markersize=4,
                       linewidth=1.8, capsize=2, label=f"{s.variant}: {_plural(unit)}/{per}/core")
-        right.plot(xs, [c.user * cpu for c in cells], color=color, linestyle="--", linewidth=1.2,
+        bests = [c.best_trial for c in cells]
+        right.plot(xs, [t.user_us_per_unit * cpu for t in bests], color=color, linestyle="--", linewidth=1.2,
                    label=f"{s.variant}: user")
-        right.plot(xs, [c.system * cpu for c in cells], color=color, linestyle=":", linewidth=1.5,
+        right.plot(xs, [t.system_us_per_unit * cpu for t in bests], color=color, linestyle=":", linewidth=1.5,
                    label=f"{s.variant}: system")
-        if any((c.idle_fraction or 0) >= IDLE_SHOWN for c in cells):  # the paper's runtime breakdown
-            right.plot(xs, [c.idle_time * cpu for c in cells], color=color, linestyle="-.", linewidth=1.0,
+        if any(t.idle_share >= IDLE_SHOWN for t in bests):  # the paper's runtime breakdown
+            right.plot(xs, [t.idle_us_per_unit * cpu for t in bests], color=color, linestyle="-.", linewidth=1.0,
                        label=f"{s.variant}: idle")
-        failed = [c.cores for c in s.cells.values() if c.failed and not c.per_core]
+        failed = [c.cores for c in s.cells.values() if c.failed and not c.trials]
         if failed:
             left.plot(failed, [0] * len(failed), "x", color=color, markersize=8, label=f"{s.variant}: failed")
     left.set_xlabel("cores")
@@ -143,7 +145,7 @@ def samples_figure(series: list[Series]) -> Figure | None:
         if not cells:
             continue
         top = cells[-1]
-        for n, samples in enumerate(top.samples):
+        for n, samples in enumerate(t.samples for t in top.trials):
             for phase, alpha in (("warmup", 0.35), ("window", 1.0)):
                 if job:
                     pts = [(p["t"], p["busy"] * 100) for p in samples if p.get("phase") == phase and "busy" in p]
@@ -262,16 +264,16 @@ def scaling_figure(group: list[Series], fits: dict, up_to: int) -> Figure | None
     return fig
 
 
-def syscalls_figure(series: list[Series]) -> Figure | None:
-    """The server's system calls per unit of work by kind against cores (colour: kind; line: variant),
-    from each point's best trial; None where none were counted."""
+def metric_figure(series: list[Series], figure: MetricFigure) -> Figure | None:
+    """A workload's own figure (MetricFigure): its metrics of each point's best trial against cores
+    (colour: metric; line: variant); None where no point has any of them."""
     kinds: list[str] = []
     for s in series:
         for c in s.ok_cells():
-            kinds += [k for k in c.best_metrics if k.endswith("_per_query") and k not in kinds]
+            kinds += [k for k in c.best_metrics if k.endswith(figure.suffix) and k not in kinds]
     if not kinds:
         return None
-    kinds.sort(key=lambda k: (k == "syscalls_per_query", k))  # the total last, in black
+    kinds.sort(key=lambda k: (k == figure.total, k))  # the total last, in black
     fig, ax = plt.subplots(figsize=(7.2, 4.2), layout="constrained")
     counts: set[int] = set()
     for v, s in enumerate(series):
@@ -281,19 +283,19 @@ def syscalls_figure(series: list[Series]) -> Figure | None:
             if not xs:
                 continue
             counts.update(xs)
-            total = kind == "syscalls_per_query"
+            total = kind == figure.total
             ax.plot(xs, [c.best_metrics[kind] for c in cells if kind in c.best_metrics],
                     color="black" if total else COLORS[i % len(COLORS)], linestyle=LINESTYLES[v % len(LINESTYLES)],
                     marker="o", markersize=3, linewidth=1.8 if total else 1.2,
-                    label=f"{s.variant}: {'all' if total else kind.removesuffix('_per_query')}")
+                    label=f"{s.variant}: {'all' if total else kind.removesuffix(figure.suffix)}")
     ax.set_xlabel("cores")
-    ax.set_ylabel(f"system calls per {series[0].unit}")
+    ax.set_ylabel(figure.y_label.format(unit=series[0].unit))
     ax.set_ylim(bottom=0)
     ax.set_xlim(left=0)
     _core_ticks(ax, sorted(counts))
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", ncol=2, framealpha=0.85)
-    ax.set_title("The server's system calls by kind (syscall tracepoints over the warm-up)", fontsize=10)
+    ax.set_title(figure.title, fontsize=10)
     return fig
 
 

@@ -7,12 +7,21 @@ metrics) that the HTML report shows and an 80-column terminal leaves out.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from mosbench.analysis.cells import Series, group_by_test, rate_scale
+from mosbench.analysis.cells import (
+    Series,
+    columns_for,
+    group_by_test,
+    metrics_shown_apart,
+    point_notes,
+    rate_scale,
+)
 from mosbench.units import latency, si
+from mosbench.workloads.base import PointNote
 
 
 def rate(per_s: float, s: Series) -> str:
@@ -70,18 +79,25 @@ class TableModel:
 
 
 def cell_tables(series: list[Series]) -> list[TableModel]:
-    """Per test, every (variant, cores): best/median/spread per core, CPU time per unit, idle and steal.
+    """Per test, every (variant, cores): best/median/spread per core, CPU time per unit, idle and steal,
+    the best trial's.
 
     Where a load generator ran, the server's CPU time is its own group's and the client's is shown
-    beside it: each per unit of the server's work.
+    beside it: each per unit of the server's work. The workload's own columns follow (columns_for), and
+    where a client ran or the workload noted something of a trial, which side limited the point.
     """
     tables = []
     for name, group in group_by_test(series).items():
         first = group[0]
         factor, per = rate_scale(first)
         cpu_scale, cpu_name = cpu_unit(first)
+        own_columns = columns_for(first)
+        shown_apart = HIDDEN_METRICS | set(metrics_shown_apart(first))
+        notes = {(s.variant, c.cores): [point_notes(s, t.metrics) for t in c.trials]
+                 for s in group for c in s.cells.values()}
         any_failed = any(c.failed for s in group for c in s.cells.values())
         any_client = any(c.loadgen for s in group for c in s.cells.values())
+        any_limit = any_client or any(n for by_trial in notes.values() for n in by_trial)
         cols = [Column("variant", left=True), Column("cores"), Column("cpus", left=True, wraps=True)]
         if any_client:
             cols.append(Column("client cpus", left=True, wraps=True))
@@ -89,62 +105,71 @@ def cell_tables(series: list[Series]) -> list[TableModel]:
                  Column(f"user {cpu_name}"), Column(f"sys {cpu_name}")]
         if any_client:
             cols.append(Column(f"client {cpu_name} u+s"))
-        cols += [Column("idle"), Column("steal")]
+        cols += [Column("idle"), Column("steal"), *(Column(own.title) for own in own_columns)]
         if any_client:
-            cols += [Column("client p99"), Column("limit", left=True, wraps=True)]
+            cols.append(Column("client p99"))
+        if any_limit:
+            cols.append(Column("limit", left=True, wraps=True))
         if any_failed:
             cols.append(Column("failed", left=True, wraps=True))
         cols.append(Column("workload's own (best trial)", left=True, wraps=True, wide=True))
         t = TableModel(f"{name}: {first.unit}/{per}/core, CPU {cpu_name} per {first.unit}", cols)
         for s in group:
             for cores, c in sorted(s.cells.items()):
-                spread = f"{si(min(c.per_core) * factor)}–{si(max(c.per_core) * factor)}" if c.per_core else "–"
+                spread = f"{si(min(c.per_core) * factor)}–{si(max(c.per_core) * factor)}" if c.trials else "–"
+                best = c.best_trial
                 row = [s.variant, str(cores), c.cpus]
                 if any_client:
                     row.append((c.loadgen or "") + (" (shared)" if c.loadgen and c.loadgen_shared else ""))
                 row += [si(c.best and c.best * factor), si(c.median and c.median * factor), spread,
-                        str(len(c.per_core)), _num(c.user, cpu_scale), _num(c.system, cpu_scale)]
+                        str(len(c.trials)), _num(best and best.user_us_per_unit, cpu_scale),
+                        _num(best and best.system_us_per_unit, cpu_scale)]
                 if any_client:
-                    row.append(f"{_num(c.client_user, cpu_scale)}+{_num(c.client_system, cpu_scale)}"
-                               if c.client_user is not None else "–")
-                row += [_share(c.idle_fraction), _share(c.steal_fraction)]
+                    row.append(f"{_num(best.client_user_us_per_unit, cpu_scale)}+"
+                               f"{_num(best.client_system_us_per_unit, cpu_scale)}"
+                               if best and best.client_user_us_per_unit is not None else "–")
+                row += [_share(best and best.idle_share), _share(best and best.steal_share),
+                        *(own.text(c.best_metrics) for own in own_columns)]
                 styles = {}
                 if any_client:
-                    limit = client_limit(c.metrics)
-                    row += [latency(c.best_metrics.get("latency_p99_us")), limit]
-                    if limit.startswith("client") or "queue grew" in limit:
+                    row.append(latency(c.best_metrics.get("latency_p99_us")))
+                if any_limit:
+                    limit, poor = limit_text([t.metrics for t in c.trials], notes[(s.variant, cores)])
+                    row.append(limit)
+                    if poor:
                         styles[len(row) - 1] = "poor"
                 if any_failed:
                     row.append(f"{len(c.failed)}: {c.failed[-1]}" if c.failed else "")
-                row.append(metrics_text(c.best_metrics))
-                t.add(row, style="failed" if c.failed and not c.per_core else None, cell_styles=styles)
+                row.append(metrics_text(c.best_metrics, shown_apart))
+                t.add(row, style="failed" if c.failed and not c.trials else None, cell_styles=styles)
             t.breaks.add(len(t.rows) - 1)
         tables.append(t)
     return tables
 
 
-HIDDEN_METRICS = {"driver_pid", "client_bound", "latency_p99_us", "deliveries_lag"}  # shown in columns of their own
+HIDDEN_METRICS = {"driver_pid", "client_bound", "latency_p99_us"}  # shown in columns of their own
 
 
-def client_limit(trials: list[dict]) -> str:
-    """Which side limited a server point's trials: "client n/m" (the evidence is in the metrics) or "server"."""
+def limit_text(trials: list[dict], notes: list[list[PointNote]]) -> tuple[str, bool]:
+    """Which side limited a server point's trials, "client n/m" (the evidence is in the metrics) or
+    "server", and how many trials each of the workload's notes was made of ("queue grew n/m"); whether
+    that is a limit other than the server's own."""
+    said = []
     judged = [m for m in trials if "client_bound" in m]
-    if not judged:
-        return ""
     bound = [m for m in judged if m["client_bound"]]
-    said = f"client {len(bound)}/{len(judged)}" if bound else "server"
-    # A server that accepts work faster than it completes it (Exim's deliveries behind its acceptances).
-    lagging = [m for m in trials if m.get("deliveries_lag")]
-    if lagging:
-        said += f", queue grew {len(lagging)}/{len(trials)}"
-    return said
+    if judged:
+        said.append(f"client {len(bound)}/{len(judged)}" if bound else "server")
+    tags = Counter(tag for by_trial in notes for tag in dict.fromkeys(n.tag for n in by_trial))
+    said += [f"{tag} {count}/{len(trials)}" for tag, count in tags.items()]
+    return ", ".join(said), bool(bound or tags)
 
 
-def metrics_text(m: dict) -> str:
-    """The workload's own measurements, compact: page faults, phase times, bytes per second."""
+def metrics_text(m: dict, hidden: set[str]) -> str:
+    """The workload's own measurements, compact: page faults, phase times, bytes per second; those
+    shown elsewhere (hidden) left out."""
     parts = []
     for k, v in m.items():
-        if k in HIDDEN_METRICS:
+        if k in hidden:
             continue
         text = si(v) if isinstance(v, int | float) and not isinstance(v, bool) else str(v)
         parts.append(f"{k}={text}")

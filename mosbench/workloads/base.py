@@ -171,6 +171,38 @@ class Instance(ABC):
         return ""
 
 
+@dataclass(frozen=True)
+class PointNote:
+    """What a workload reads in one trial's metrics that a reader must see (Exim: deliveries fell behind
+    acceptances, so the throughput is not one the server could keep)."""
+
+    tag: str  # a few words, counted over a point's trials in the report's limit column: "queue grew"
+    text: str  # for the trial's line as it is measured: "DELIVERIES LAG (the queue grew by 120 in the window)"
+
+
+@dataclass(frozen=True)
+class MetricColumn:
+    """A column of a workload's own in the report's table of a test, read from each point's best trial."""
+
+    title: str
+    text: Callable[[dict[str, Any]], str]  # the best trial's metrics (empty for a failed point) → the cell
+
+
+@dataclass(frozen=True)
+class MetricFigure:
+    """A figure of a workload's own: metrics of each point's best trial against cores, one line per
+    metric (colour) and variant (line style). The workload says which metrics and what they mean; the
+    report draws every such figure one way."""
+
+    name: str  # the figure's files: <test>_<name>.svg and .png
+    heading: str  # the report's heading above it
+    note: str  # the report's words under the heading: how the figures were counted and how to read them
+    title: str
+    y_label: str  # "{unit}" stands for the test's unit of work
+    suffix: str  # the metrics drawn: every one whose name ends so, labelled without it
+    total: str = ""  # the metric that sums the others: drawn last, in black, labelled "all"
+
+
 class Workload(ABC):
     name: str
     description: str
@@ -219,8 +251,19 @@ class Workload(ABC):
         names = [v.name for v in self.variants]
         return names.index(variant) if variant in names else len(names)
 
-    def figures_for(self, test: str) -> tuple[str, ...]:
-        """Figures of the workload's own for a test, by name (the report draws each it knows)."""
+    # Metrics that point_notes or columns_for show: the report's text of the workload's metrics leaves them out.
+    metrics_shown_apart: tuple[str, ...] = ()
+
+    def point_notes(self, metrics: dict[str, Any]) -> list[PointNote]:
+        """What one trial's metrics say that its line and the report must show; nothing by default."""
+        return []
+
+    def columns_for(self, test: str) -> tuple[MetricColumn, ...]:
+        """Columns of the workload's own in the report's table of a test."""
+        return ()
+
+    def figures_for(self, test: str) -> tuple[MetricFigure, ...]:
+        """Figures of the workload's own for a test, drawn from its metrics by the report."""
         return ()
 
     def models_for(self, test: str, params: dict[str, Any]) -> dict[str, Callable[[Any], Any]]:
