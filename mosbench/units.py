@@ -17,3 +17,14 @@ def latency(us: float | None) -> str:
     if us is None:
         return "–"
     return f"{us / 1000:.3g} ms" if us >= 1000 else f"{us:.3g} µs"
+
+
+def cpu_time(us: float | None) -> str:
+    """CPU time per unit of work: "0.17 µs", "4.14 ms", "2.1 s", never "4.14e+03 µs"."""
+    if us is None:
+        return "–"
+    if us >= 1e6:
+        return f"{us / 1e6:.3g} s"
+    if us >= 1000:
+        return f"{us / 1000:.3g} ms"
+    return f"{us:.3g} µs"

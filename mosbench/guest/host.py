@@ -15,9 +15,11 @@ QEMU itself, guest memory is memfd).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import selectors
+import shlex
 import shutil
 import signal
 import subprocess
@@ -27,11 +29,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mosbench.errors import UserError
 from mosbench.machine import guardian
 from mosbench.machine.isolation import Isolator, detect_cgroups
 from mosbench.machine.journal import SCRATCH_PREFIX, Journal
+from mosbench.store.db import Store
 
 # An Intel model: the guest sees SMT siblings only through Intel's topology leaf, because AMD's needs
 # topoext, which TCG does not offer. Nehalem also has no SVM/VMX, so the guest's udev loads no KVM
@@ -204,7 +208,7 @@ class Guest:
             env = {**os.environ, "PATH": f"{Path(argv[0]).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     env=env, preexec_fn=group.join, start_new_session=True,
-                                    cwd=Path(__file__).resolve().parent.parent)
+                                    cwd=Path(__file__).resolve().parents[2])
             journal.add_proc(proc.pid)
             timed_out = self._stream(proc, start, timeout_s, on_line)
             returncode = proc.wait()
@@ -262,3 +266,38 @@ def environment_facts(shape: Shape, guest: Guest, cgroup_version: int, host_cpus
         "kernel_image": str(guest.kernel), "host_cpus": host_cpus,
         "overcommitted": shape.vcpus > host_cpus,
     }
+
+
+@dataclass
+class SuiteRun:
+    result: GuestResult
+    steps: list[dict[str, Any]]  # the guest's outcome.json: each step's name, returncode and seconds
+    imported: list[int]  # the guest's runs, as this store's ids
+
+
+def run_suite(db: Store, guest: Guest, shape_spec: str, suite: str, timeout_s: float,
+              on_line: Callable[[str, float], None]) -> SuiteRun:
+    """Boots the guest, runs the suite inside it (mosbench.guest.inside) and copies the guest's runs into
+    db, marked with where they ran."""
+    imported: list[int] = []
+    steps: list[dict[str, Any]] = []
+
+    def keep(share: Path) -> None:
+        outcome = share / "outcome.json"
+        steps.extend(json.loads(outcome.read_text()).get("steps", []) if outcome.exists() else [])
+        guest_store = share / "guest.sqlite"
+        if not guest_store.exists():
+            return
+        source = Store(str(guest_store))
+        facts = environment_facts(guest.shape, guest, guest.cgroup_version, len(os.sched_getaffinity(0)))
+        for r in source.list_runs():
+            imported.append(db.import_run(source, r["id"], virtual_machine=facts))
+        source.engine.dispose()
+
+    def guest_command(share: Path) -> str:
+        return shlex.join([sys.executable, "-m", "mosbench.guest.inside", "--share", str(share), "--suite", suite,
+                           "--shape", shape_spec, "--nodes", str(guest.shape.nodes),
+                           "--cgroup", str(guest.cgroup_version)])
+
+    result = guest.run(guest_command, timeout_s, on_line, keep)
+    return SuiteRun(result, steps, imported)

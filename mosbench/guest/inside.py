@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
            "MOSBENCH_GUEST_NODES": str(args.nodes), "MOSBENCH_GUEST_CGROUP": str(args.cgroup)}
     print("mosbench-guest: checks", flush=True)
     start = time.monotonic()
-    tests = Path(__file__).resolve().parent.parent / "tests" / "guest"
+    tests = Path(__file__).resolve().parents[2] / "tests" / "guest"
     code = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o",
                            "console_output_style=classic", str(tests)], env=env, stdin=subprocess.DEVNULL).returncode
     outcome["steps"].append({"name": "checks", "returncode": code, "seconds": round(time.monotonic() - start, 1)})

@@ -35,8 +35,12 @@ class Plan:
     placement: str = "pack"
     isolation: str = "cgroup"
     params: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # --profile: the selections whose points are profiled (profile.py); ["all"] for every point
+    # --profile: the selections whose points are profiled (run/profiler.py); ["all"] for every point
     profile: list[str] = field(default_factory=list)
+    # A point whose CPUs other programs used for more than this share of its CPU time is interfered
+    # (machine/interference.py), and measured again up to retry_interfered times.
+    max_interference: float = 0.02
+    retry_interfered: int = 0
 
     def points(self) -> list[PointKey]:
         """Variants innermost, so a stock/scalable pair is measured side by side in time."""

@@ -26,15 +26,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from mosbench import cpulist, workloads
 from mosbench.errors import PointFailed
 from mosbench.launch.processes import Launcher
-from mosbench.machine import accounting, guardian, placement
+from mosbench.machine import accounting, guardian, interference, placement
 from mosbench.machine.isolation import Group, Isolator
 from mosbench.machine.journal import SCRATCH_PREFIX, Journal
 from mosbench.machine.topology import Topology
 from mosbench.run import profiler
 from mosbench.run.plan import Plan, PointKey
-from mosbench.run.window import JOB_LIMIT, Window, measure
+from mosbench.run.point import Point
+from mosbench.run.window import JOB_LIMIT, Window, WindowGroups, measure
 from mosbench.store.db import Store, StoreError, now
-from mosbench.units import latency, si
+from mosbench.units import cpu_time, latency, si
 from mosbench.workloads.base import Instance, PointContext, RunContext, Workload, cache_root
 from mosbench.workloads.server import limits
 
@@ -47,6 +48,7 @@ class Outcome:
     status: str  # complete, incomplete
     measured: int
     failed: int
+    interfered: int = 0
 
 
 def _scratch_parent() -> str:
@@ -104,7 +106,7 @@ class Sweep:
         scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{run_id}-", dir=_scratch_parent()))
         journal.add_dir(scratch)
         launcher = Launcher(journal, scratch / "logs")
-        measured = failed = 0
+        measured = failed = interfered = 0
         status = "incomplete"
         set_up: list[tuple[Workload, RunContext]] = []
         try:
@@ -125,13 +127,14 @@ class Sweep:
                 for n, key in enumerate(todo, start=1):
                     stop.check()
                     progress.update(task, description=key.label())
-                    values = self._measure(key, n, contexts[key.workload], isolator, launcher)
-                    self.store.add_point(run_id, **values)
+                    point = self._measure_owned(key, n, contexts[key.workload], isolator, launcher, progress.console)
+                    self.store.add_point(run_id, **point.row())
                     measured += 1
-                    failed += values["status"] == "failed"
-                    progress.console.print(_describe(key, values, self.workloads[key.workload]), soft_wrap=True,
+                    failed += point.status == "failed"
+                    interfered += point.interfered
+                    progress.console.print(describe(point, self.workloads[key.workload]), soft_wrap=True,
                                            markup=False, highlight=False,
-                                           style=None if values["status"] == "ok" else "red")
+                                           style=None if point.status == "ok" and not point.interfered else "red")
                     progress.advance(task)
             stop.check()
             status = "complete"
@@ -157,7 +160,7 @@ class Sweep:
             if journal.is_clean() and journal.data.get("run") is None:
                 journal.close()
             stop.restore()
-        return Outcome(status, measured, failed)
+        return Outcome(status, measured, failed, interfered)
 
     def _progress(self) -> Progress:
         return Progress(
@@ -165,19 +168,33 @@ class Sweep:
             TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=self.console,
         )
 
+    def _measure_owned(self, key: PointKey, serial: int, run_ctx: RunContext, isolator: Isolator,
+                       launcher: Launcher, console: Console) -> Point:
+        """The point, measured again while others took more of its CPUs than the plan allows (up to
+        --retry-interfered times); the last attempt is stored, the earlier ones' shares with it."""
+        earlier: list[float] = []
+        while True:
+            point = self._measure(key, serial, run_ctx, isolator, launcher)
+            share = point.interference
+            point.interfered = point.status == "ok" and share is not None and share > self.plan.max_interference
+            point.earlier_interference = earlier
+            if not point.interfered or len(earlier) >= self.plan.retry_interfered:
+                return point
+            earlier.append(share or 0.0)
+            console.print(f"↻ {key.label()}: interfered ({_interference_text(point)}); measuring it again "
+                          f"({len(earlier)} of {self.plan.retry_interfered})", soft_wrap=True, markup=False,
+                          highlight=False, style="yellow")
+
     def _measure(self, key: PointKey, serial: int, run_ctx: RunContext, isolator: Isolator,
-                 launcher: Launcher) -> dict[str, Any]:
+                 launcher: Launcher) -> Point:
         w = self.workloads[key.workload]
         params = self.plan.params.get(key.workload, {})
         a = placement.assign(self.topo, self.plan.placement, key.cores, w.loadgen_cores(key.cores, params))
         if isolator.hotplug:
             isolator.hotplug.keep_only(set(a.cpus) | set(a.loadgen_cpus))
-        values: dict[str, Any] = {
-            "workload": key.workload, "test": key.test, "variant": key.variant, "cores": key.cores,
-            "trial": key.trial, "started_at": now(), "cpus": cpulist.format(a.cpus),
-            "loadgen_cpus": cpulist.format(a.loadgen_cpus) if a.loadgen_cpus else None,
-            "loadgen_shared": a.loadgen_shared if a.loadgen_cpus else None, "unit": w.unit_for(key.test),
-        }
+        point = Point(key, now(), cpulist.format(a.cpus), w.unit_for(key.test),
+                      loadgen_cpus=cpulist.format(a.loadgen_cpus) if a.loadgen_cpus else None,
+                      loadgen_shared=a.loadgen_shared if a.loadgen_cpus else None)
         groups: list[Group] = []
         instance: Instance | None = None
         recorder: profiler.Recorder | None = None
@@ -198,99 +215,95 @@ class Sweep:
                                window_end)
             instance = w.start(ctx)
             if self.plan.profiled(key):
-                recorder = self._recorder(launcher, run_ctx.group, a.cpus, point_scratch, values,
+                recorder = self._recorder(launcher, run_ctx.group, a.cpus, point_scratch, point,
                                           profiler.JOB_SECONDS if w.kind == "job" else self.plan.duration)
-            values.update(measure(instance, w.kind, Window(self.plan.warmup, self.plan.duration, self.plan.interval),
-                                  group, a.cpus, load_group, recorder))
-            values["metrics"] = {**values.get("metrics", {}), **instance.stop()}
+            measured = measure(instance, w.kind, Window(self.plan.warmup, self.plan.duration, self.plan.interval),
+                               WindowGroups(group, load_group, bool(a.loadgen_cpus and a.loadgen_shared),
+                                            run_ctx.group), a.cpus, recorder)
+            point.workload_metrics = instance.stop()
             if recorder is not None:
-                self._profile(recorder, values)
+                try:
+                    point.profile = recorder.finish(measured.window_s)
+                except OSError as e:
+                    point.profile_note = f"not recorded: {e}"
                 recorder = None
-            _count_exactly(values, instance.window_work())
-            verdict = limits.judge(values, len(a.loadgen_cpus)) if a.loadgen_cpus else None
-            if verdict:
-                values["metrics"].update(client_bound=verdict.client_bound, client_evidence=verdict.evidence)
-            values["status"] = "ok"
+            point.measured = measured.counted_exactly(instance.window_work())
+            if a.loadgen_cpus:
+                point.client = limits.judge(point.row() | point.measured.columns(), len(a.loadgen_cpus))
+            point.status = "ok"
         except PointFailed as e:
-            values.update(status="failed", reason=str(e))
+            point.fail(str(e))
         except Exception as e:  # a workload bug must not lose the run: store it as this point's failure
-            values.update(status="failed", reason=f"{type(e).__name__}: {e}")
+            point.fail(f"{type(e).__name__}: {e}")
         finally:
             if recorder is not None:
                 recorder.abandon()
             if instance is not None:
                 with contextlib.suppress(Exception):
                     instance.stop()
-                values["logs"] = instance.logs()
+                point.logs = instance.logs()
             launcher.stop_all()
             for g in groups:
                 isolator.release(g)
             shutil.rmtree(point_scratch, ignore_errors=True)
-        return values
-
+        return point
 
     @staticmethod
     def _recorder(launcher: Launcher, group: Group, cpus: tuple[int, ...], scratch: Path,
-                  values: dict[str, Any], window_s: float) -> profiler.Recorder | None:
-        """perf on the point's CPUs, or None with the reason in the point's metrics: a profile that
+                  point: Point, window_s: float) -> profiler.Recorder | None:
+        """perf on the point's CPUs, or None with the reason kept with the point: a profile that
         cannot be taken never fails a measurement."""
         try:
             return profiler.Recorder(launcher, group, cpus, scratch, window_s)
         except OSError as e:
-            values.setdefault("metrics", {})["profile"] = f"not recorded: {e}"
+            point.profile_note = f"not recorded: {e}"
             return None
 
-    @staticmethod
-    def _profile(recorder: profiler.Recorder, values: dict[str, Any]) -> None:
-        try:
-            values["profile"] = recorder.finish(values["window_s"])
-        except OSError as e:
-            values["metrics"]["profile"] = f"not recorded: {e}"
+
+def _interference_text(point: Point) -> str:
+    m = point.measured
+    return interference.describe(m.interference.as_metrics()) if m is not None and m.interference else "?"
 
 
-def _count_exactly(values: dict[str, Any], exact: float | None) -> None:
-    """The client's exact window count replaces the sampled one; the sampled one stays beside it."""
-    if exact is None:
-        return
-    if exact <= 0:
-        raise PointFailed("no work was done during the measurement window")
-    values["metrics"]["sampled_work"] = values["work"]
-    values["work"] = exact
-    values["throughput"] = exact / values["window_s"]
-
-
-def _describe(key: PointKey, v: dict[str, Any], w: Workload) -> str:
+def describe(point: Point, w: Workload) -> str:
     """One line per point, plain text (it must not be read as markup nor wrap mid-line in a log)."""
-    if v["status"] != "ok":
-        return f"✗ {key.label()}: {v['reason']}"
-    per_core = v["throughput"] / key.cores
+    key = point.key
+    if point.status != "ok" or point.measured is None:
+        return f"✗ {key.label()}: {point.reason}"
+    v = point.measured
+    per_core = v.throughput / key.cores
+    columns = point.row()
     if w.kind == "job":
-        speed = f"{v['window_s']:.3g} s per {v['unit']}"
-        cpu = f"user {v['user_s'] / v['work']:.3g} s, sys {v['system_s'] / v['work']:.3g} s"
+        speed = f"{v.window_s:.3g} s per {point.unit}"
+        cpu = f"user {v.user_s / v.work:.3g} s, sys {v.system_s / v.work:.3g} s"
     else:
-        speed = f"{si(v['throughput'])} {v['unit']}/s, {si(per_core)}/s/core"
-        user, system = accounting.server_seconds(v)
-        cpu = (f"user {accounting.per_unit_us(user, v['work']):.3g} µs, "
-               f"sys {accounting.per_unit_us(system, v['work']):.3g} µs")
-    _, idle, steal = accounting.shares(v["user_s"], v["system_s"], v["idle_s"], v["steal_s"])
+        speed = f"{si(v.throughput)} {point.unit}/s, {si(per_core)}/s/core"
+        user, system = accounting.server_seconds(columns)
+        cpu = (f"user {cpu_time(accounting.per_unit_us(user, v.work))}, "
+               f"sys {cpu_time(accounting.per_unit_us(system, v.work))}")
+    _, idle, steal = accounting.shares(v.user_s, v.system_s, v.idle_s, v.steal_s)
     stolen = f", steal {steal:.0%}" if steal >= 0.005 else ""
-    line = f"✓ {key.label()} cpus {v['cpus']}: {speed}, {cpu} per {v['unit']}, idle {idle:.0%}{stolen}"
-    return line + _describe_client(v)
+    mark = "⚠" if point.interfered else "✓"
+    line = f"{mark} {key.label()} cpus {point.cpus}: {speed}, {cpu} per {point.unit}, idle {idle:.0%}{stolen}"
+    line += _describe_client(columns, point.metrics())
+    notes = w.point_notes(point.metrics())
+    if notes:
+        line += "; " + ", ".join(n.text for n in notes)
+    if point.interfered:
+        line += f"; INTERFERED: other programs took {_interference_text(point)}"
+    return line
 
 
-def _describe_client(v: dict[str, Any]) -> str:
+def _describe_client(v: dict[str, Any], m: dict[str, Any]) -> str:
     """The client's side of a server point: its CPU per unit, tail latency, losses, and whether it was the limit."""
     if v.get("loadgen_user_s") is None:
         return ""
-    m = v.get("metrics") or {}
     client_us = accounting.per_unit_us(v["loadgen_user_s"] + v["loadgen_system_s"], v["work"])
-    parts = [f"client {client_us:.3g} µs"]
+    parts = [f"client {cpu_time(client_us)}"]
     if "latency_p99_us" in m:
         parts.append(f"p99 {latency(m['latency_p99_us'])}")
     if m.get("client_lost") or m.get("client_errors"):
         parts.append(f"lost {m.get('client_lost', 0)}, errors {m.get('client_errors', 0)}")
     if m.get("client_bound"):
         parts.append(f"CLIENT-BOUND ({m['client_evidence']})")
-    if m.get("deliveries_lag"):
-        parts.append(f"DELIVERIES LAG (the queue grew by {m['queue_growth']} in the window)")
     return "; " + ", ".join(parts)

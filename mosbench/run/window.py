@@ -4,11 +4,12 @@ every group's CPU time read at both ends, and per-second samples in between."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from mosbench.errors import PointFailed
-from mosbench.machine import accounting
+from mosbench.machine import accounting, interference
+from mosbench.machine.interference import Interference
 from mosbench.machine.isolation import Group
 from mosbench.run import profiler
 from mosbench.workloads.base import Instance
@@ -26,9 +27,74 @@ class Window:
     job_limit: float = JOB_LIMIT
 
 
-def measure(inst: Instance, kind: str, win: Window, group: Group, cpus: tuple[int, ...],
-            load_group: Group | None = None, recorder: profiler.Recorder | None = None) -> dict[str, Any]:
-    """Warms up, measures one window (or one job) and returns the point's values.
+@dataclass(frozen=True)
+class WindowGroups:
+    """The groups whose CPU time a window reads: the point's, its load generator's, and the harness's
+    own setup group (perf, when profiling), which is not interference."""
+
+    work: Group
+    load: Group | None = None
+    load_shares_cpus: bool = False
+    harness: Group | None = None
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One window's (or one job's) figures, as the point's columns name them."""
+
+    window_s: float
+    work: float
+    throughput: float  # units of work per second, all cores
+    user_s: float  # /proc/stat of the measured CPUs: user + nice
+    system_s: float  # system + irq + softirq
+    idle_s: float
+    steal_s: float
+    samples: list[dict[str, Any]]
+    cpu_busy_s: dict[str, float]  # every CPU's busy seconds (JSON keys), not only the point's
+    cgroup_user_s: float | None = None
+    cgroup_system_s: float | None = None
+    loadgen_user_s: float | None = None
+    loadgen_system_s: float | None = None
+    per_task_min: float | None = None
+    per_task_max: float | None = None
+    interference: Interference | None = None
+    sampled_work: float | None = None  # where a client's exact count replaced the sampled one
+
+    def counted_exactly(self, exact: float | None) -> Measured:
+        """The client's exact window count in place of the sampled one, which stays beside it."""
+        if exact is None:
+            return self
+        if exact <= 0:
+            raise PointFailed("no work was done during the measurement window")
+        return replace(self, work=exact, throughput=exact / self.window_s, sampled_work=self.work)
+
+    def columns(self) -> dict[str, Any]:
+        return {"window_s": self.window_s, "work": self.work, "throughput": self.throughput,
+                "user_s": self.user_s, "system_s": self.system_s, "idle_s": self.idle_s,
+                "steal_s": self.steal_s, "samples": self.samples,
+                "cgroup_user_s": self.cgroup_user_s, "cgroup_system_s": self.cgroup_system_s,
+                "loadgen_user_s": self.loadgen_user_s, "loadgen_system_s": self.loadgen_system_s,
+                "interference": None if self.interference is None else self.interference.share}
+
+    def metrics(self) -> dict[str, Any]:
+        """The harness's own metrics of the window (the workload adds its own beside them)."""
+        out: dict[str, Any] = {"cpu_busy_s": self.cpu_busy_s}
+        if self.per_task_min is not None:
+            out.update(per_task_min=self.per_task_min, per_task_max=self.per_task_max)
+        if self.interference is not None:
+            out["interference"] = self.interference.as_metrics()
+        if self.sampled_work is not None:
+            out["sampled_work"] = self.sampled_work
+        return out
+
+
+def _delta(a: tuple[float, float] | None, b: tuple[float, float] | None) -> tuple[float, float] | tuple[None, None]:
+    return (b[0] - a[0], b[1] - a[1]) if a and b else (None, None)
+
+
+def measure(inst: Instance, kind: str, win: Window, groups: WindowGroups, cpus: tuple[int, ...],
+            recorder: profiler.Recorder | None = None) -> Measured:
+    """Warms up, measures one window (or one job) and returns its figures.
 
     Samples are kept with their times relative to the window's start, warm-up ones negative. A job is
     asked every 10 ms whether it is done, so its time is not rounded up to a sample.
@@ -74,8 +140,7 @@ def measure(inst: Instance, kind: str, win: Window, group: Group, cpus: tuple[in
         if recorder is not None:
             recorder.warmup_begins(prev["s"].work)
         run_until(time.monotonic() + win.warmup, "warmup")
-    stat0, cg0 = accounting.read_proc_stat(), group.cpu_seconds()
-    lg0 = load_group.cpu_seconds() if load_group else None
+    ends = _Ends.read(groups)
     if recorder is not None:  # samples over the window alone, never the warm-up
         recorder.window_begins(inst.sample().work)
     s0, t0 = inst.sample(), time.monotonic()
@@ -95,28 +160,56 @@ def measure(inst: Instance, kind: str, win: Window, group: Group, cpus: tuple[in
     if recorder is not None:
         recorder.window_ends()
     inst.window_closed()
-    stat1, cg1 = accounting.read_proc_stat(), group.cpu_seconds()
-    lg1 = load_group.cpu_seconds() if load_group else None
+    end = _Ends.read(groups)
     inst.check()
     work = s1.work - s0.work
     if work <= 0:
         raise PointFailed("no work was done during the measurement window")
-    u = accounting.usage(stat0, stat1, cpus)
+    u = accounting.usage(ends.stat, end.stat, cpus)
     window = t1 - t0
-    values: dict[str, Any] = {
-        "window_s": window, "work": work, "throughput": work / window,
-        "user_s": u.user, "system_s": u.system, "idle_s": u.idle, "steal_s": u.steal, "samples": samples,
-    }
-    if cg0 and cg1:
-        values["cgroup_user_s"] = cg1[0] - cg0[0]
-        values["cgroup_system_s"] = cg1[1] - cg0[1]
-    if lg0 and lg1:
-        values["loadgen_user_s"] = lg1[0] - lg0[0]
-        values["loadgen_system_s"] = lg1[1] - lg0[1]
-    # Where the window's CPU time went, every CPU (not only the point's): shows a point ran where it should.
-    metrics: dict[str, Any] = {"cpu_busy_s": accounting.busy_by_cpu(stat0, stat1)}
-    if s1.per_task and s0.per_task:
-        per_task = [(a - b) / window for a, b in zip(s1.per_task, s0.per_task, strict=False)]
-        metrics.update(per_task_min=min(per_task), per_task_max=max(per_task))
-    values["metrics"] = metrics
-    return values
+    cg_user, cg_system = _delta(ends.work, end.work)
+    lg_user, lg_system = _delta(ends.load, end.load)
+    per_task = ([(a - b) / window for a, b in zip(s1.per_task, s0.per_task, strict=False)]
+                if s1.per_task and s0.per_task else None)
+    return Measured(
+        window_s=window, work=work, throughput=work / window, user_s=u.user, system_s=u.system, idle_s=u.idle,
+        steal_s=u.steal, samples=samples, cpu_busy_s=accounting.busy_by_cpu(ends.stat, end.stat),
+        cgroup_user_s=cg_user, cgroup_system_s=cg_system, loadgen_user_s=lg_user, loadgen_system_s=lg_system,
+        per_task_min=min(per_task) if per_task else None, per_task_max=max(per_task) if per_task else None,
+        interference=_interference(ends, end, groups, cpus, window),
+    )
+
+
+@dataclass(frozen=True)
+class _Ends:
+    """What is read at each end of the window besides the work: /proc/stat and every CPU time that is
+    the point's, the kernel's or the harness's."""
+
+    stat: dict[int, accounting.CpuTimes]
+    work: tuple[float, float] | None
+    load: tuple[float, float] | None
+    harness: float
+    kernel_threads: dict[int, interference.KernelThread]
+
+    @classmethod
+    def read(cls, groups: WindowGroups) -> _Ends:
+        harness_group = groups.harness.cpu_seconds() if groups.harness else None
+        return cls(accounting.read_proc_stat(), groups.work.cpu_seconds(),
+                   groups.load.cpu_seconds() if groups.load else None,
+                   interference.harness_seconds() + (sum(harness_group) if harness_group else 0.0),
+                   interference.kernel_threads())
+
+
+def _interference(a: _Ends, b: _Ends, groups: WindowGroups, cpus: tuple[int, ...],
+                  window: float) -> interference.Interference | None:
+    """None where the point's own CPU time is not known (affinity isolation keeps no group)."""
+    if not (a.work and b.work):
+        return None
+    ours = sum(b.work) - sum(a.work)
+    if groups.load_shares_cpus:
+        if not (a.load and b.load):
+            return None
+        ours += sum(b.load) - sum(a.load)
+    return interference.account(a.stat, b.stat, cpus, window, ours,
+                                interference.kernel_thread_seconds(a.kernel_threads, b.kernel_threads, cpus),
+                                b.harness - a.harness)

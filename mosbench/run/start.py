@@ -1,0 +1,86 @@
+"""How a run starts: a new plan from what the user asked for, or a stored one to finish, checked the
+same way on this machine before anything is made, then the run's row (new or reopened)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mosbench import workloads
+from mosbench.errors import UserError
+from mosbench.machine import environment
+from mosbench.machine import placement as placing
+from mosbench.machine.isolation import preflight
+from mosbench.machine.topology import Topology
+from mosbench.run import plan, profiler
+from mosbench.run.plan import Plan
+from mosbench.store.db import Store
+
+
+@dataclass(frozen=True)
+class Request:
+    """A new run as the command line asks for it."""
+
+    selections: list[str]
+    cores: str | None
+    variants: list[str] | None
+    trials: int
+    warmup: float
+    duration: float
+    interval: float
+    placement: str
+    isolation: str
+    params: list[str]
+    profiling: str | None
+    max_interference: float
+    retry_interfered: int
+
+
+def new_plan(req: Request, topo: Topology) -> Plan:
+    chosen = plan.resolve_selections(req.selections)
+    the_plan = Plan(
+        selections=chosen, variants=plan.resolve_variants(chosen, req.variants),
+        cores=placing.parse_core_counts(req.cores, topo, req.placement), trials=req.trials, warmup=req.warmup,
+        duration=req.duration, interval=req.interval, placement=req.placement, isolation=req.isolation,
+        params=plan.resolve_params(chosen, req.params), profile=plan.resolve_profile(chosen, req.profiling),
+        max_interference=req.max_interference, retry_interfered=req.retry_interfered,
+    )
+    validate(the_plan, topo)
+    return the_plan
+
+
+def stored_plan(db: Store, ref: str, topo: Topology) -> tuple[dict[str, Any], Plan]:
+    """The run to finish and its plan, checked as a new run's would be: this machine and its software
+    may have changed since it was planned."""
+    previous = db.run(ref)
+    if previous["status"] == "complete":
+        raise UserError(f"run {previous['id']} is already complete")
+    the_plan = Plan.from_json(previous["plan"])
+    validate(the_plan, topo)
+    return previous, the_plan
+
+
+def validate(the_plan: Plan, topo: Topology) -> None:
+    """Everything a run needs of this machine, its software and its parameters, before it exists."""
+    for wname in dict.fromkeys(w for w, _ in the_plan.selections):
+        w = workloads.get(wname)
+        w.check_available()
+        params = the_plan.params.get(wname, {})
+        w.check_params(params)
+        w.check_cores(params, max(the_plan.cores))
+    placing.parse_core_counts(",".join(map(str, the_plan.cores)), topo, the_plan.placement)
+    preflight(the_plan.isolation)
+    if the_plan.profile and (why := profiler.unavailable()):
+        raise UserError(f"--profile: {why}")
+
+
+def create(db: Store, the_plan: Plan, topo: Topology, command: str, label: str | None) -> int:
+    return db.create_run(the_plan.to_json(), environment.capture(topo), command, label)
+
+
+def reopen(db: Store, previous: dict[str, Any]) -> tuple[int, set[tuple]]:
+    """The run's id and the points it has, so the sweep measures only the rest."""
+    run_id = previous["id"]
+    skip = db.done_keys(run_id)
+    db.reopen_run(run_id)
+    return run_id, skip
