@@ -99,3 +99,36 @@ def test_a_quiet_point_is_not_interfered(tmp_path: Path):
     [p] = Store(str(store)).points(1)
     assert p["interfered"] is False and p["interference"] < interference.DEFAULT_THRESHOLD, p["metrics"]
     assert "INTERFERED" not in r.stderr
+
+
+def point(trial: int, per_core: float, interfered: bool) -> dict:
+    return {"workload": "micro", "test": "getppid1", "variant": "procs", "cores": 1, "trial": trial,
+            "status": "ok", "unit": "op", "cpus": "0", "work": per_core, "throughput": per_core, "window_s": 1.0,
+            "user_s": 0.5, "system_s": 0.5, "idle_s": 0.0, "steal_s": 0.0, "cgroup_user_s": 0.5,
+            "cgroup_system_s": 0.5, "samples": [], "metrics": {}, "interference": 0.4 if interfered else 0.001,
+            "interfered": interfered}
+
+
+def test_compare_leaves_interfered_trials_out_unless_asked():
+    from mosbench.analysis import cells, compare
+
+    base = cells.build_series([point(1, 100.0, False), point(2, 102.0, False)])
+    other = cells.build_series([point(1, 50.0, True), point(2, 99.0, False), point(3, 101.0, False)])
+    [kept] = compare.changes(base, other)
+    assert kept.other == (99.0, 101.0) and "1 interfered trial left out" in kept.note
+    [used] = compare.changes(base, other, include_interfered=True)
+    assert used.other == (50.0, 99.0, 101.0) and "interfered" not in used.note
+    only_interfered = cells.build_series([point(1, 50.0, True)])
+    [refused] = compare.changes(base, only_interfered)
+    assert refused.ratio is None and "interfered (--include-interfered compares it)" in refused.note
+
+
+def test_show_and_report_mark_interfered_trials():
+    from mosbench.analysis import cells
+    from mosbench.report import rows
+
+    series = cells.build_series([point(1, 100.0, False), point(2, 60.0, True)])
+    assert rows.interference_banner(series).startswith("1 of 2 measured trials were interfered with")
+    [t] = rows.cell_tables(series)
+    assert t.column("limit") == ["interfered 1/2, up to 40%"]
+    assert rows.interference_banner(cells.build_series([point(1, 100.0, False)])) is None

@@ -109,8 +109,18 @@ def welch(base: list[float], other: list[float]) -> tuple[float, float | None, f
     return ratio, (mb - half) / ma, (mb + half) / ma, p
 
 
-def changes(base: list[Series], other: list[Series]) -> list[Change]:
-    """Every (workload, test, variant, cores) of either run, the baseline's order first."""
+def _usable(cell: Any, include_interfered: bool) -> tuple[tuple[float, ...], int]:
+    """A cell's per-core throughputs that may be compared, and how many interfered trials were left out:
+    a trial that shared its CPUs with another program measured that program too."""
+    if cell is None:
+        return (), 0
+    kept = tuple(t.per_core for t in cell.trials if include_interfered or not t.interfered)
+    return kept, len(cell.trials) - len(kept)
+
+
+def changes(base: list[Series], other: list[Series], include_interfered: bool = False) -> list[Change]:
+    """Every (workload, test, variant, cores) of either run, the baseline's order first; interfered
+    trials are left out unless asked for."""
     def cells(series: list[Series]) -> dict[tuple[str, str, str, int], Any]:
         return {(s.workload, s.test, base_variant(s.variant), c.cores): c for s in series for c in s.cells.values()}
 
@@ -118,15 +128,19 @@ def changes(base: list[Series], other: list[Series]) -> list[Change]:
     out = []
     for key in [*a, *(k for k in b if k not in a)]:
         ca, cb = a.get(key), b.get(key)
-        pa, pb = (tuple(ca.per_core) if ca else ()), (tuple(cb.per_core) if cb else ())
+        (pa, left_a), (pb, left_b) = _usable(ca, include_interfered), _usable(cb, include_interfered)
         if not pa or not pb:
             missing = "baseline" if not pa else "other run"
-            why = "not measured" if (ca if not pa else cb) is None else "failed"
+            cell, left = (ca, left_a) if not pa else (cb, left_b)
+            why = ("not measured" if cell is None else
+                   "interfered (--include-interfered compares it)" if left else "failed")
             out.append(Change(*key, pa, pb, None, None, None, None, f"{why} in the {missing}"))
             continue
         ratio, low, high, p = welch(list(pa), list(pb))
-        note = "" if p is not None else f"{min(len(pa), len(pb))} trial: give --trials 2 or more"
-        out.append(Change(*key, pa, pb, ratio, low, high, p, note))
+        notes = [] if p is not None else [f"{min(len(pa), len(pb))} trial: give --trials 2 or more"]
+        if left_a or left_b:
+            notes.append(f"{left_a + left_b} interfered trial{'s' if left_a + left_b > 1 else ''} left out")
+        out.append(Change(*key, pa, pb, ratio, low, high, p, "; ".join(notes)))
     return out
 
 
@@ -137,10 +151,11 @@ class Comparison:
     changes: list[list[Change]]  # per run after the baseline, against it
 
 
-def compare_runs(runs: list[dict[str, Any]], series: list[list[Series]], labels: list[str]) -> Comparison:
+def compare_runs(runs: list[dict[str, Any]], series: list[list[Series]], labels: list[str],
+                 include_interfered: bool = False) -> Comparison:
     """Stored runs (with each run's series) compared with the first."""
     return Comparison(labels, environment_differences([r["environment"] for r in runs]),
-                      [changes(series[0], s) for s in series[1:]])
+                      [changes(series[0], s, include_interfered) for s in series[1:]])
 
 
 def run_labels(runs: list[dict[str, Any]]) -> list[str]:

@@ -93,7 +93,8 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
     summary_fig = plots.summary_figure(series)
     summary_svg = Markup(plots.save(summary_fig, files, "summary")) if summary_fig else None
 
-    env = Environment(loader=PackageLoader("mosbench.report"), autoescape=select_autoescape())
+    # The template is report.html.j2: escaping by extension would leave failure reasons and logs raw.
+    env = Environment(loader=PackageLoader("mosbench.report"), autoescape=select_autoescape(("html", "j2")))
     html = env.get_template("report.html.j2").render(
         runs=[{
             "id": r["id"], "label": label, "status": r["status"], "command": r["command"],
@@ -106,6 +107,7 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
                                   indent=1, sort_keys=True),
         } for r, label in zip(runs, labels, strict=True)],
         summary_svg=summary_svg, summary_table=rows.summary_table(series),
+        interference_banner=rows.interference_banner(series),
         verdict_table=rows.verdict_table(verdict.judge_all(series, found_profiles)), sections=sections,
         failures=failures,
         comparison=rows.comparison_tables(compare.compare_runs(runs, per_run, labels))

@@ -14,6 +14,7 @@ import numpy as np
 
 from mosbench.analysis.cells import (
     Series,
+    Trial,
     columns_for,
     group_by_test,
     metrics_shown_apart,
@@ -97,7 +98,8 @@ def cell_tables(series: list[Series]) -> list[TableModel]:
                  for s in group for c in s.cells.values()}
         any_failed = any(c.failed for s in group for c in s.cells.values())
         any_client = any(c.loadgen for s in group for c in s.cells.values())
-        any_limit = any_client or any(n for by_trial in notes.values() for n in by_trial)
+        any_interfered = any(t.interfered for s in group for c in s.cells.values() for t in c.trials)
+        any_limit = any_client or any_interfered or any(n for by_trial in notes.values() for n in by_trial)
         cols = [Column("variant", left=True), Column("cores"), Column("cpus", left=True, wraps=True)]
         if any_client:
             cols.append(Column("client cpus", left=True, wraps=True))
@@ -134,7 +136,7 @@ def cell_tables(series: list[Series]) -> list[TableModel]:
                 if any_client:
                     row.append(latency(c.best_metrics.get("latency_p99_us")))
                 if any_limit:
-                    limit, poor = limit_text([t.metrics for t in c.trials], notes[(s.variant, cores)])
+                    limit, poor = limit_text(c.trials, notes[(s.variant, cores)])
                     row.append(limit)
                     if poor:
                         styles[len(row) - 1] = "poor"
@@ -147,21 +149,38 @@ def cell_tables(series: list[Series]) -> list[TableModel]:
     return tables
 
 
-HIDDEN_METRICS = {"driver_pid", "client_bound", "latency_p99_us"}  # shown in columns of their own
+HIDDEN_METRICS = {"driver_pid", "client_bound", "latency_p99_us",  # shown in columns of their own
+                  "interference", "interfered_attempts"}  # in the limit column
 
 
-def limit_text(trials: list[dict], notes: list[list[PointNote]]) -> tuple[str, bool]:
+def limit_text(trials: list[Trial], notes: list[list[PointNote]]) -> tuple[str, bool]:
     """Which side limited a server point's trials, "client n/m" (the evidence is in the metrics) or
-    "server", and how many trials each of the workload's notes was made of ("queue grew n/m"); whether
-    that is a limit other than the server's own."""
+    "server", how many trials each of the workload's notes was made of ("queue grew n/m"), and how
+    many other programs interfered with ("interfered n/m, up to 12%"); whether that is a limit other
+    than the server's own."""
     said = []
-    judged = [m for m in trials if "client_bound" in m]
+    judged = [t.metrics for t in trials if "client_bound" in t.metrics]
     bound = [m for m in judged if m["client_bound"]]
     if judged:
         said.append(f"client {len(bound)}/{len(judged)}" if bound else "server")
     tags = Counter(tag for by_trial in notes for tag in dict.fromkeys(n.tag for n in by_trial))
     said += [f"{tag} {count}/{len(trials)}" for tag, count in tags.items()]
-    return ", ".join(said), bool(bound or tags)
+    interfered = [t for t in trials if t.interfered]
+    if interfered:
+        worst = max(t.interference_share or 0.0 for t in interfered)
+        said.append(f"interfered {len(interfered)}/{len(trials)}, up to {worst:.0%}")
+    return ", ".join(said), bool(bound or tags or interfered)
+
+
+def interference_banner(series: list[Series]) -> str | None:
+    """The count a reader must see before any number: trials other programs took CPU time from."""
+    trials = [t for s in series for c in s.cells.values() for t in c.trials]
+    interfered = [t for t in trials if t.interfered]
+    if not interfered:
+        return None
+    return (f"{len(interfered)} of {len(trials)} measured trials were interfered with: other programs (or a "
+            f"hypervisor) took more than the run's --max-interference of their CPUs' time, so they measured "
+            f"those programs too. They are marked in the limit column; compare leaves them out.")
 
 
 def metrics_text(m: dict, hidden: set[str]) -> str:
