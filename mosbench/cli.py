@@ -19,11 +19,11 @@ from mosbench.analysis import cells as analysis
 from mosbench.analysis import profiles
 from mosbench.errors import UserError
 from mosbench.launch.processes import harness_priority
-from mosbench.machine import environment, journal, topology
+from mosbench.machine import journal, topology
+from mosbench.machine import lock as machine_lock
 from mosbench.machine import placement as placing
-from mosbench.machine.isolation import ISOLATIONS, preflight
+from mosbench.machine.isolation import ISOLATIONS
 from mosbench.report import table
-from mosbench.run import plan
 from mosbench.run import profiler as profile
 from mosbench.store import db as store
 
@@ -132,65 +132,70 @@ def cli() -> None:
                    "with the point: every point, or those of the given workloads or workload/tests (a,b/c).")
 @click.option("--label", help="A name for this run (e.g. the kernel under test).")
 @click.option("--resume", "resume_ref", help="Finish an interrupted run (id or 'latest').")
+@click.option("--max-interference", default=2.0, show_default=True, type=click.FloatRange(0, 100),
+              metavar="PERCENT", help="Mark a point interfered where other programs (and steal) took more than "
+                                      "this share of its CPUs' time in its window.")
+@click.option("--retry-interfered", default=0, show_default=True, type=click.IntRange(0, 100), metavar="N",
+              help="Measure an interfered point again, up to N times.")
+@click.option("--no-wait", is_flag=True, help="Refuse (exit 2) rather than wait while another run measures.")
 @store_option
 def run(selections, cores, variants, trials, duration, warmup, interval, placement, isolation, params, profiling,
-        label, resume_ref, store_url) -> None:
+        label, resume_ref, max_interference, retry_interfered, no_wait, store_url) -> None:
     """Run SELECTIONS (workload or workload/test) over core counts, storing every point."""
+    from mosbench.run import start
     from mosbench.run.sweep import Sweep  # the sweep pulls in rich's live display; keep `list` fast
 
     _recover()
     topo = topology.read()
-    db = store.Store(store_url)
-    isolation_mode = isolation
+    command = shlex.join(["mosbench", *sys.argv[1:]])
     if resume_ref:
         if selections:
             raise UserError("--resume takes its plan from the stored run; give no workloads with it")
-        previous = db.run(resume_ref)
-        if previous["status"] == "complete":
-            raise UserError(f"run {previous['id']} is already complete")
-        the_plan = plan.Plan.from_json(previous["plan"])
-        isolation_mode = the_plan.isolation
-        placing.parse_core_counts(",".join(map(str, the_plan.cores)), topo)  # this machine still has them
-        preflight(isolation_mode)
-        run_id, skip = previous["id"], db.done_keys(previous["id"])
-        db.reopen_run(run_id)
+        db = store.Store(store_url)
+        previous, the_plan = start.stored_plan(db, resume_ref, topo)
     else:
-        chosen = plan.resolve_selections(list(selections))
-        the_plan = plan.Plan(
-            selections=chosen, variants=plan.resolve_variants(chosen, variants),
-            cores=placing.parse_core_counts(cores, topo, placement), trials=trials, warmup=warmup,
-            duration=duration, interval=interval, placement=placement, isolation=isolation,
-            params=plan.resolve_params(chosen, list(params)),
-            profile=plan.resolve_profile(chosen, profiling),
-        )
-        for wname, wparams in the_plan.params.items():
-            workloads.get(wname).check_params(wparams)
-            workloads.get(wname).check_cores(wparams, max(the_plan.cores))
-        preflight(isolation_mode)
-        if profiling and (why := profile.unavailable()):
-            raise UserError(f"--profile: {why}")
-        env = environment.capture(topo)
-        run_id = db.create_run(the_plan.to_json(), env, shlex.join(["mosbench", *sys.argv[1:]]), label)
-        skip = set()
-    n = len(the_plan.points()) - len(skip)
-    per_point = (the_plan.warmup + the_plan.duration + 0.5)
-    err_console.print(f"run #{run_id}: {n} points, cores {the_plan.cores}, about {n * per_point / 60:.1f} min")
-    with harness_priority() as scheduling:
-        db.note_environment(run_id, harness_scheduling=scheduling)
-        if the_plan.profile:
-            db.note_environment(run_id, profiling=profile.describe())
-        outcome = Sweep(db, the_plan, topo, err_console).run(run_id, skip)
-    console.print(f"run #{run_id} {outcome.status}: {outcome.measured} points measured, {outcome.failed} failed. "
-                  f"See `mosbench show {run_id}` and `mosbench report {run_id}`.")
+        the_plan = start.new_plan(start.Request(
+            list(selections), cores, variants, trials, warmup, duration, interval, placement, isolation,
+            list(params), profiling, max_interference / 100, retry_interfered), topo)
+    # A run that refuses to wait (--no-wait) has made nothing, not even a new store.
+    with machine_lock.held(command, wait=not no_wait, waiting=_say_waiting) as lock:
+        if resume_ref:
+            run_id, skip = start.reopen(db, previous)
+        else:
+            db = store.Store(store_url)
+            run_id, skip = start.create(db, the_plan, topo, command, label), set()
+        lock.note(run_id, db.shown_url)
+        n = len(the_plan.points()) - len(skip)
+        per_point = (the_plan.warmup + the_plan.duration + 0.5)
+        err_console.print(f"run #{run_id}: {n} points, cores {the_plan.cores}, about {n * per_point / 60:.1f} min")
+        with harness_priority() as scheduling:
+            db.note_environment(run_id, harness_scheduling=scheduling)
+            if the_plan.profile:
+                db.note_environment(run_id, profiling=profile.describe())
+            try:
+                outcome = Sweep(db, the_plan, topo, err_console).run(run_id, skip)
+            except KeyboardInterrupt as e:
+                raise RunInterrupted(run_id, store_url) from e
+    interfered = (f", {outcome.interfered} interfered (other programs used their CPUs: "
+                  f"`mosbench run --retry-interfered N` measures them again)" if outcome.interfered else "")
+    console.print(f"run #{run_id} {outcome.status}: {outcome.measured} points measured, {outcome.failed} failed"
+                  f"{interfered}. See `mosbench show {run_id}` and `mosbench report {run_id}`.")
     if outcome.failed:
         sys.exit(EXIT_POINTS_FAILED)
 
 
+def _say_waiting(holder: machine_lock.Holder | None) -> None:
+    who = holder.describe() if holder else "another mosbench"
+    err_console.print(f"mosbench: waiting for this machine: it is measuring {who} (--no-wait refuses instead)",
+                      style="yellow", markup=False, highlight=False)
+
+
 @cli.command("list")
-@click.argument("workload", required=False)
-def list_cmd(workload: str | None) -> None:
-    """Workloads, their tests, variants and parameters."""
-    chosen = [workloads.get(workload)] if workload else workloads.all_workloads()
+@click.argument("names", nargs=-1, metavar="[WORKLOAD]...")
+def list_cmd(names: tuple[str, ...]) -> None:
+    """Workloads, their tests, variants and parameters (all, or those named)."""
+    # Every name is looked up before anything is printed: an unknown one is the only line.
+    chosen = [workloads.get(n) for n in dict.fromkeys(names)] if names else workloads.all_workloads()
     for w in chosen:
         console.print(f"[bold]{w.name}[/bold]: {w.description} (unit: {w.unit}, {w.kind})")
         if w.paper:
@@ -209,16 +214,20 @@ def list_cmd(workload: str | None) -> None:
 @cli.command()
 @store_option
 def runs(store_url) -> None:
-    """Stored runs."""
+    """Stored runs, one line each."""
     _recover()
-    t = Table()
-    for col in ("id", "label", "status", "started", "host", "kernel", "points", "failed", "command"):
-        t.add_column(col)
-    for r in store.Store(store_url).list_runs():
-        env = r["environment"]
-        t.add_row(str(r["id"]), r["label"] or "", r["status"], r["started_at"].strftime("%Y-%m-%d %H:%M"),
-                  env.get("hostname", ""), env.get("kernel", ""), str(r["points"]), str(r["failed"]), r["command"])
-    console.print(t)
+    header = ("id", "label", "status", "started", "host", "kernel", "points", "failed", "command")
+    rows = [(str(r["id"]), r["label"] or "", r["status"], r["started_at"].strftime("%Y-%m-%d %H:%M"),
+             r["environment"].get("hostname", ""), r["environment"].get("kernel", ""), str(r["points"]),
+             str(r["failed"]), r["command"]) for r in store.Store(store_url).list_runs()]
+    # A line a run, in aligned columns with the command last and whole (`| less -S` or `| grep` reads it, and it
+    # can be run again); a terminal cuts it at its width rather than folding one run over many lines.
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header) - 1)]
+    for row in (header, *rows):
+        line = "  ".join([*(cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=True)), row[-1]])
+        if stdout.isatty() and len(line) > console.width:
+            line = line[:console.width - 1] + "…"
+        stdout.write(line + "\n")
 
 
 @cli.command()
@@ -237,6 +246,8 @@ def show(run_ref, store_url) -> None:
     console = _table_console()
     console.print(f"run #{r['id']} ({r['status']}) on {r['environment']['hostname']}, "
                   f"kernel {r['environment']['kernel']}: {r['environment'].get('topology_summary', '')}")
+    if banner := rows.interference_banner(series):
+        console.print(f"⚠ {banner}", style="red", markup=False, highlight=False)
     for t in table.series_tables(series):
         console.print(t)
     console.print(table.summary_table(series))
@@ -259,10 +270,13 @@ def report(run_refs, output: Path, store_url) -> None:
 
 @cli.command()
 @click.argument("run_refs", nargs=-1, required=True)
+@click.option("--include-interfered", is_flag=True,
+              help="Compare trials that other programs interfered with too (left out by default).")
 @store_option
-def compare(run_refs, store_url) -> None:
+def compare(run_refs, include_interfered, store_url) -> None:
     """Runs compared with the first (RUN is an id or 'latest'): the environment's differences first,
-    then each matched point's change with its 95% interval, flagged where Welch's t-test says so."""
+    then each matched point's change with its 95% interval, flagged where Welch's t-test says so.
+    Trials that other programs interfered with are left out unless --include-interfered."""
     from mosbench.analysis import compare as comparing
     from mosbench.report import rows
 
@@ -273,7 +287,7 @@ def compare(run_refs, store_url) -> None:
     if len({r["id"] for r in runs}) < len(runs):
         raise UserError("compare was given the same run twice")
     found = comparing.compare_runs(runs, [analysis.build_series(db.points(r["id"])) for r in runs],
-                                   comparing.run_labels(runs))
+                                   comparing.run_labels(runs), include_interfered)
     out = _table_console()
     for model in rows.comparison_tables(found):
         out.print(table.render(model))
@@ -429,8 +443,9 @@ def doctor() -> None:
                    "workload at every core count of the default series, both isolations and placements.")
 @click.option("--timeout", "timeout_min", type=click.FloatRange(1), default=None,
               help="Minutes before the guest is stopped (default: 20 for ci, 240 for full).")
+@click.option("--no-wait", is_flag=True, help="Refuse (exit 2) rather than wait while a run measures.")
 @store_option
-def vm(shape, nodes, memory_mb, cgroup_version, suite, timeout_min, store_url) -> None:
+def vm(shape, nodes, memory_mb, cgroup_version, suite, timeout_min, no_wait, store_url) -> None:
     """Boot this machine's userland in a many-core guest (QEMU), sweep every path there, check what only a
     big machine can fail, and keep the guest's runs in this store. Throughput there is not a performance
     figure: the vCPUs far outnumber this machine's CPUs."""
@@ -442,47 +457,29 @@ def vm(shape, nodes, memory_mb, cgroup_version, suite, timeout_min, store_url) -
     if missing:
         raise UserError("cannot boot a guest: missing " + "; ".join(missing))
     db = store.Store(store_url)
-    version = int(cgroup_version)
-    guest = guest_vm.Guest(want, version)
+    guest = guest_vm.Guest(want, int(cgroup_version))
     limit_s = 60 * (timeout_min or (20 if suite == "ci" else 240))
-    console.print(f"guest: {want.describe()}, cgroup v{version}, {'KVM' if guest.kvm else 'emulated (TCG)'}, "
-                  f"kernel {guest.kernel.name}; suite {suite}, stopped after {limit_s / 60:.0f} min",
-                  markup=False)
-    imported: list[int] = []
-    outcome: dict = {}
 
     def show(line: str, elapsed: float) -> None:
         minutes, seconds = divmod(int(elapsed), 60)
         console.print(f"[{minutes:3d}:{seconds:02d}] {line}", markup=False, highlight=False)
 
-    def keep(share: Path) -> None:
-        import json
-
-        outcome.update(json.loads((share / "outcome.json").read_text()) if (share / "outcome.json").exists() else {})
-        guest_store = share / "guest.sqlite"
-        if not guest_store.exists():
-            return
-        source = store.Store(str(guest_store))
-        facts = guest_vm.environment_facts(want, guest, version, len(os.sched_getaffinity(0)))
-        for r in source.list_runs():
-            imported.append(db.import_run(source, r["id"], virtual_machine=facts))
-        source.engine.dispose()
-
-    def guest_command(share: Path) -> str:
-        return shlex.join([sys.executable, "-m", "mosbench.guest.inside", "--share", str(share), "--suite", suite,
-                           "--shape", shape, "--nodes", str(want.nodes), "--cgroup", cgroup_version])
-
-    result = guest.run(guest_command, limit_s, show, keep)
-    for s in outcome.get("steps", []):
+    # The guest's vCPUs are this machine's CPUs: no other run may measure while it boots and sweeps.
+    with machine_lock.held(shlex.join(["mosbench", *sys.argv[1:]]), wait=not no_wait, waiting=_say_waiting):
+        console.print(f"guest: {want.describe()}, cgroup v{guest.cgroup_version}, "
+                      f"{'KVM' if guest.kvm else 'emulated (TCG)'}, kernel {guest.kernel.name}; suite {suite}, "
+                      f"stopped after {limit_s / 60:.0f} min", markup=False)
+        done = guest_vm.run_suite(db, guest, shape, suite, limit_s, show)
+    for s in done.steps:
         console.print(f"{'ok    ' if s['returncode'] == 0 else 'FAILED'} {s['name']} ({s['seconds']:.0f} s)",
                       markup=False)
-    if imported:
-        console.print(f"kept the guest's runs as {', '.join(map(str, imported))} in {db.url}", markup=False)
-    if result.timed_out:
+    if done.imported:
+        console.print(f"kept the guest's runs as {', '.join(map(str, done.imported))} in {db.url}", markup=False)
+    if done.result.timed_out:
         raise UserError(f"the guest did not finish within {limit_s / 60:.0f} min and was stopped")
-    if not outcome.get("steps"):
-        raise UserError(f"the guest ended (exit {result.returncode}) before its first step")
-    if any(s["returncode"] for s in outcome["steps"]) or outcome["steps"][-1]["name"] != "checks":
+    if not done.steps:
+        raise UserError(f"the guest ended (exit {done.result.returncode}) before its first step")
+    if any(s["returncode"] for s in done.steps) or done.steps[-1]["name"] != "checks":
         sys.exit(EXIT_POINTS_FAILED)
 
 
@@ -503,11 +500,17 @@ def _main() -> None:
     except UserError as e:
         err_console.print(f"mosbench: {e}", style="red", markup=False, highlight=False)
         sys.exit(2)
-    except click.exceptions.Abort:
-        err_console.print("mosbench: interrupted")
-        sys.exit(EXIT_INTERRUPTED)
-    except KeyboardInterrupt:
-        err_console.print("mosbench: interrupted; finished points are kept (`mosbench run --resume latest`)")
+    except (click.exceptions.Abort, KeyboardInterrupt) as e:
+        # Click turns Ctrl-C (and SIGTERM or SIGHUP, which a sweep raises as one) into an Abort whose cause
+        # is the interrupt.
+        stopped = _interrupted_run(e if isinstance(e, KeyboardInterrupt) else e.__cause__)
+        if stopped is None:
+            err_console.print("mosbench: interrupted", markup=False, highlight=False)
+        else:
+            again = shlex.join(["mosbench", "run", "--resume", str(stopped.run_id),
+                                *(["--store", stopped.store_url] if stopped.store_url else [])])
+            err_console.print(f"mosbench: interrupted; run #{stopped.run_id}'s finished points are kept "
+                              f"(`{again}` measures the rest)", markup=False, highlight=False)
         sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as e:
         # One line, as for every error a user can cause; `-h` has the usage.
@@ -515,6 +518,20 @@ def _main() -> None:
         sys.exit(e.exit_code)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM, SIGHUP) during a run's sweep, with the run it stopped, for the --resume hint."""
+
+    def __init__(self, run_id: int, store_url: str | None):
+        super().__init__(run_id)
+        self.run_id = run_id
+        self.store_url = store_url
+
+
+def _interrupted_run(interrupt: BaseException | None) -> RunInterrupted | None:
+    """The run an interrupt stopped; None where it stopped no sweep (a wait for the machine, a report)."""
+    return interrupt if isinstance(interrupt, RunInterrupted) else None
 
 
 if __name__ == "__main__":

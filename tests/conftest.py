@@ -1,5 +1,6 @@
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -32,3 +33,15 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for cgroup
 def mosbench(*args: str, env: dict | None = None, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mosbench", *args], capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, **(env or {})}, timeout=kw.pop("timeout", 300), **kw)
+
+
+def refused(tmp_path: Path, *args: str) -> str:
+    """Runs `mosbench ARGS --store …` as a user error: exit 2, one line on stderr, no run stored. The line."""
+    db = tmp_path / "refused.sqlite"
+    r = mosbench(*args, "--store", str(db))
+    assert r.returncode == 2, r.stderr
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("mosbench: "), r.stderr
+    if db.exists():
+        assert sqlite3.connect(db).execute("select count(*) from runs").fetchone()[0] == 0
+    return lines[0]

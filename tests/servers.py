@@ -1,6 +1,7 @@
 """Running a server workload for real from a test: one sweep, then a check that nothing was left."""
 
 import contextlib
+import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,6 +10,7 @@ import pytest
 
 from mosbench import workloads
 from mosbench.machine import topology
+from mosbench.machine.journal import Journal
 from mosbench.run.plan import Plan, resolve_selections
 from mosbench.run.sweep import Sweep
 from mosbench.store import db as store
@@ -29,8 +31,11 @@ def needs_server(binary: Path):
 def run_points(tmp_path: Path, monkeypatch, workload: str, test: str = "", variants=(), cores=None,
                **params) -> list[dict]:
     """Sweeps workload/test (every test of it without one) at cores (default [1]) with short windows;
-    returns the stored points."""
+    returns the stored points, once nothing of the run is left (its processes, its cgroups)."""
     monkeypatch.setenv("MOSBENCH_STATE", str(tmp_path / "state"))
+    scratch: list[Path] = []  # the run's own, so that another run on this machine is never taken for a leftover
+    add_dir = Journal.add_dir
+    monkeypatch.setattr(Journal, "add_dir", lambda self, path: scratch.append(path) or add_dir(self, path))
     topo = topology.read()
     w = workloads.get(workload)
     p = {**{q.name: q.default for q in w.params}, **params}
@@ -43,9 +48,11 @@ def run_points(tmp_path: Path, monkeypatch, workload: str, test: str = "", varia
     outcome = Sweep(db, plan, topo, cache=tmp_path / "cache").run(run_id)
     assert outcome.status == "complete"
     # The run's guardian lives as long as its harness (this test process); nothing else may.
-    left = [p for p in _leftovers(str(tmp_path)) + _leftovers("/dev/shm/mosbench-run")
+    assert scratch
+    left = [p for marker in (tmp_path, *scratch) for p in _leftovers(str(marker))
             if "mosbench.machine.guardian" not in p]
-    assert not left and not _our_cgroups()
+    cgroups = [c for c in _our_cgroups() if c.name == f"mosbench-{os.getpid()}"]
+    assert not left and not cgroups, (left, cgroups)
     return db.points(run_id)
 
 

@@ -53,19 +53,6 @@ def test_a_wrong_file_fails_the_point(tmp_path, monkeypatch):
     assert p["status"] == "failed" and "body of 299 bytes, 300 expected" in p["reason"]
 
 
-@servers
-def test_a_server_that_dies_mid_window_fails_the_point(tmp_path, monkeypatch):
-    opened = apache.ApacheInstance.window_opened
-
-    def open_and_kill(self):
-        opened(self)
-        self.servers[0].proc.kill()
-
-    monkeypatch.setattr(apache.ApacheInstance, "window_opened", open_and_kill)
-    (p,) = run_points(tmp_path, monkeypatch, "apache", "close", variants=("per-core",))
-    assert p["status"] == "failed" and "apache2-" in p["reason"] and "killed by signal 9" in p["reason"]
-
-
 def test_config_for_256_cpus():
     """The paper's connection count at 256 cores: 2 x 8 x 256 workers over a child per bucket."""
     conf = apache.config(Path("/r"), Path("/d"), "127.0.0.1", 20000, workers=2 * 8 * 256, buckets=256)

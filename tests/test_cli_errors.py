@@ -1,24 +1,16 @@
 """Every user error: one clear line, exit 2, and nothing written to the store."""
 
-import sqlite3
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import mosbench, needs_native
+from tests.conftest import mosbench, needs_native, refused
 
 THP = "/sys/kernel/mm/transparent_hugepage/enabled"
 
 
 def _refused(tmp_path, args, message):
-    db = tmp_path / "s.sqlite"
-    r = mosbench(*args, "--store", str(db))
-    assert r.returncode == 2, r.stderr
-    lines = [line for line in r.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, r.stderr
-    assert message in lines[0] and lines[0].startswith("mosbench: ")
-    if db.exists():
-        assert sqlite3.connect(db).execute("select count(*) from runs").fetchone()[0] == 0
+    assert message in refused(tmp_path, *args)
 
 
 # Refused by the command line itself, before any workload is looked at: no native build needed.
@@ -81,3 +73,38 @@ def test_doctor_shows_what_sysfs_says():
     r = mosbench("doctor")
     assert r.returncode == 0
     assert f"THP {Path(THP).read_text().strip()}" in " ".join(r.stdout.split())
+
+
+def _available(workload: str) -> bool:
+    from mosbench import workloads
+    from mosbench.errors import UserError
+
+    try:
+        workloads.get(workload).check_available()
+    except UserError:
+        return False
+    return True
+
+
+@needs_native
+@pytest.mark.parametrize("workload", ["apache", "exim"])
+def test_a_taken_port_is_refused_before_the_run(tmp_path, workload):
+    """Refused while nothing exists, not by the server at every point (a port taken after the checks
+    still fails its points: the workloads' own tests)."""
+    if not _available(workload):
+        pytest.skip(f"{workload} is not available here")
+    from tests.servers import taken_port
+
+    with taken_port() as port:
+        line = refused(tmp_path, "run", workload, "--cores", "1", "-p", f"port={port}")
+    assert f"{workload} port {port} is taken on 127.0.0.1" in line
+
+
+@needs_native
+def test_server_parameters_are_refused_with_their_range(tmp_path):
+    if not _available("apache"):
+        pytest.skip("apache is not available here")
+    line = refused(tmp_path, "run", "apache", "--cores", "1,2", "-p", "port=65535")
+    assert "apache port 65535: 2 cores need ports 65535..65536, past 65535" in line
+    line = refused(tmp_path, "run", "apache", "-p", "client_cpus=65")
+    assert "apache client_cpus must be above 0 and at most 64, not 65" in line

@@ -6,7 +6,7 @@ import pytest
 
 from mosbench.errors import PointFailed, UserError
 from mosbench.workloads import gmake, linuxsrc
-from tests.conftest import needs_root
+from tests.conftest import needs_root, refused
 from tests.servers import run_points
 from tests.test_run_system import _leftovers
 
@@ -32,10 +32,27 @@ def test_every_job_must_build_what_the_first_built():
 def test_targets_are_make_targets_only():
     w = gmake.Gmake()
     assert gmake.targets_of("mm/, fs/proc/ kernel/") == ["mm/", "fs/proc/", "kernel/"]
-    w.check_params({"targets": "vmlinux"})
-    for bad in ("", "-k", "CC=clang", "../x"):
-        with pytest.raises(UserError):
+    w.check_params({"targets": "vmlinux, security/keys/ mm/slub.o arch/x86/kernel/ lib/crc-t10dif.o"})
+    with pytest.raises(UserError, match="at least one make target"):
+        w.check_params({"targets": " , "})
+    for bad in ("-k", "CC=clang", "../x", "mm/;rm", "mm/:x", "$(shell id)", "%.o", "/etc/", "mm/ #x", "a|b",
+                "mm/*", "'mm/'"):
+        with pytest.raises(UserError, match="is not a make target of the kernel tree"):
             w.check_params({"targets": bad})
+
+
+def _gmake_available() -> bool:
+    try:
+        gmake.Gmake().check_available()
+    except UserError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _gmake_available(), reason="gmake needs make, the kernel source and its tools")
+def test_a_target_make_would_read_as_its_syntax_is_refused_before_the_run(tmp_path):
+    line = refused(tmp_path, "run", "gmake", "-p", "targets=mm/;rm")
+    assert "gmake target 'mm/;rm' is not a make target of the kernel tree" in line
 
 
 def test_more_jobs_than_memory_is_refused_before_the_run(monkeypatch):

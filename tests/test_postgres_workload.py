@@ -25,6 +25,7 @@ from mosbench.store import db as store
 from mosbench.workloads.postgres import cluster as pgcluster
 from mosbench.workloads.postgres import syscalls
 from mosbench.workloads.postgres import workload as postgres
+from tests.conftest import needs_native, needs_root
 from tests.servers import needs_server, run_points, taken_port
 from tests.test_run_system import ROOT, _our_cgroups
 
@@ -108,6 +109,40 @@ def test_a_killed_servers_segment_is_removed_and_no_one_elses(tmp_path):
         subprocess.run(["ipcrm", "-m", str(mine)], capture_output=True, check=False)
 
 
+# psycopg is the `postgres` extra: without it every other command works, and postgres says it is missing.
+WITHOUT_PSYCOPG = "import sys; sys.modules['psycopg'] = None; from mosbench.cli import main; main()"
+
+
+def _without_psycopg(tmp_path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", WITHOUT_PSYCOPG, *args], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "MOSBENCH_STATE": str(tmp_path / "state")}, timeout=300)
+
+
+def test_without_psycopg_every_workload_is_listed_and_postgres_says_what_is_missing(tmp_path):
+    listed = _without_psycopg(tmp_path, "list")
+    assert listed.returncode == 0, listed.stderr
+    assert "postgres/read-only" in listed.stdout and "micro/getppid1" in listed.stdout
+    store_path = tmp_path / "s.sqlite"
+    refused = _without_psycopg(tmp_path, "run", "postgres/read-only", "--cores", "1", "--store", str(store_path))
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines() == [
+        "mosbench: psycopg, PostgreSQL's Python client, is not installed (the postgres extra: pip install "
+        "'mosbench[postgres]')"]
+    assert not store_path.exists()
+
+
+@needs_native
+@needs_root
+def test_without_psycopg_a_micro_run_completes(tmp_path):
+    store_path = tmp_path / "s.sqlite"
+    run = _without_psycopg(tmp_path, "run", "micro/getppid1", "--cores", "1", "--trials", "1", "--warmup", "0.1",
+                           "--duration", "0.3", "--store", str(store_path))
+    assert run.returncode == 0, run.stderr
+    db = store.Store(str(store_path))
+    points = db.points(db.run("latest")["id"])
+    assert points and all(p["status"] == "ok" and p["work"] > 0 for p in points)
+
+
 def test_missing_package_is_one_clear_line(monkeypatch):
     monkeypatch.setattr(pgcluster, "BIN", Path("/nonexistent/postgresql/15/bin"))
     with pytest.raises(UserError, match=r"PostgreSQL 15 is not installed \(Debian: apt-get install postgresql-15\)"):
@@ -140,7 +175,8 @@ def test_256_cores_are_checked_for_memory_and_open_files(monkeypatch):
 
 @pytest.mark.parametrize(("param", "value", "said"), [
     ("protocol", "fast", "protocol must be one of simple, extended, prepared"),
-    ("rows", 0, "rows must be at least 1"),
+    ("rows", 0, r"rows must be 1\.\.1099511627776 \(2\^40\)"),
+    ("rows", 2**40 + 1, r"rows must be 1\.\.1099511627776"),
     ("update_percent", 101.0, "update_percent must be 0..100"),
     ("clients_per_core", 0, "clients_per_core must be at least 1"),
 ])
@@ -194,6 +230,15 @@ def test_every_test_and_variant_does_checked_work(tmp_path, monkeypatch):
 
 
 @servers
+def test_the_client_behind_a_veth_pair_does_checked_work(tmp_path, monkeypatch):
+    (p,) = _run(tmp_path, monkeypatch, test="read-write", variants=("small-cache",), syscalls=False, net="veth")
+    assert p["status"] == "ok", p["reason"]
+    m = p["metrics"]
+    assert m["net"] == "veth" and m["instances"] == 1 and m["transactions"] > 0 and m["client_errors"] == 0
+    assert not list(Path("/run/netns").glob(f"mosbench-{os.getpid()}-*"))
+
+
+@servers
 def test_prepared_statements_skip_the_planners_lseek_and_the_database_is_cached(tmp_path, monkeypatch):
     if syscalls.unavailable():
         pytest.skip(syscalls.unavailable())
@@ -228,7 +273,8 @@ def test_a_port_taken_by_another_program_fails_the_point(tmp_path, monkeypatch):
 @servers
 def test_a_client_that_cannot_connect_fails_the_point_with_its_words(tmp_path, monkeypatch):
     real = postgres.pgbench_argv
-    monkeypatch.setattr(postgres, "pgbench_argv", lambda port, *a: real(port + 1 if port < 65535 else 1, *a))
+    monkeypatch.setattr(postgres, "pgbench_argv",
+                        lambda host, port, *a: real(host, port + 1 if port < 65535 else 1, *a))
     (p,) = _run(tmp_path, monkeypatch, test="read-only", variants=("small-cache",))
     assert p["status"] == "failed" and "0 of 1 clients connected" in p["reason"]
     assert "connection to server" in p["reason"]
@@ -263,7 +309,8 @@ def test_a_killed_harness_leaves_no_server_and_no_segment(tmp_path):
     assert not list(state.glob("run-*.json")), "the guardian did not finish"
     assert not _postgres_processes() - before
     assert not [pid for pid in _all_pids() if "pgbench" in _cmdline(pid)]
-    assert not set(_segments_of(servers_then)) & set(segments) and not _our_cgroups()
+    assert not set(_segments_of(servers_then)) & set(segments)
+    assert not [c for c in _our_cgroups() if c.name == f"mosbench-{proc.pid}"]
 
 
 def _all_pids() -> list[int]:

@@ -61,4 +61,5 @@ def test_amdahl_finds_the_serial_share_and_no_peak():
     trials = {n: [float(scaling.amdahl(n, 500.0, 0.1))] for n in (1, 2, 4, 8, 16)}
     f = scaling.fit("amdahl", trials)
     assert f.sigma == pytest.approx(0.1, rel=1e-4) and f.kappa == 0
-    assert f.peak_cores is None and f.ceiling == pytest.approx(5000, rel=1e-3)
+    # Throughput only levels off, at Amdahl's asymptote λ/σ.
+    assert f.peak_cores is None and f.throughput(1e9) == pytest.approx(5000, rel=1e-3)

@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from mosbench.store import db as store
 from mosbench.workloads.postgres import cluster as pgcluster
 from tests.conftest import ROOT, needs_native, needs_root
+from tests.pgcluster import Cluster
 from tests.test_run_system import _leftovers, _our_cgroups
 
 pytestmark = [needs_root, pytest.mark.skipif(not (pgcluster.BIN / "initdb").exists(),
@@ -37,7 +38,7 @@ def _free_port() -> int:
 def cluster():
     root = Path(tempfile.mkdtemp(prefix="mosbench-test-pg-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None))
     os.chmod(root, 0o755)
-    c = pgcluster.Cluster(root / "cluster", _free_port())
+    c = Cluster(root / "cluster", _free_port())
     c.init()
     # Commits stay synchronous (written to the kernel before they return): the test of a server that
     # goes away counts on what was committed surviving an immediate shutdown.

@@ -79,13 +79,6 @@ class ModelFit:
         """N* where throughput is highest; None where it only levels off (κ = 0)."""
         return peak_cores(self.sigma, self.kappa)
 
-    @property
-    def ceiling(self) -> float:
-        """The highest throughput: at N* with κ > 0, else Amdahl's asymptote λ/σ (∞ for σ = 0)."""
-        if self.peak_cores is not None:
-            return float(self.throughput(self.peak_cores))
-        return self.lam / self.sigma if self.sigma > 0 else math.inf
-
 
 def peak_cores(sigma: float, kappa: float) -> float | None:
     if kappa <= 0 or sigma >= 1:

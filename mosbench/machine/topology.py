@@ -8,7 +8,6 @@ not guessed from the socket: AMD parts have several L3 domains per socket.
 from __future__ import annotations
 
 import contextlib
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -167,7 +166,3 @@ def materialize(files: dict[str, str], root: Path) -> Path:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(content)
     return root
-
-
-def load_recording(path: Path, root: Path) -> Topology:
-    return read(materialize(json.loads(path.read_text()), root))

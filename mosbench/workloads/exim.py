@@ -28,7 +28,7 @@ from typing import Any
 
 from mosbench import native
 from mosbench.errors import PointFailed, UserError
-from mosbench.workloads.base import Instance, Param, PointContext, Sample, Variant, open_path_to
+from mosbench.workloads.base import Instance, Param, PointContext, PointNote, Sample, Variant, open_path_to
 from mosbench.workloads.server.base import ServerInstance, ServerWorkload
 from mosbench.workloads.server.servers import Server
 
@@ -305,6 +305,13 @@ class Exim(ServerWorkload):
         *ServerWorkload.client_params,
     )
     paper = "section 5.2 and Figure 4: fork and exec, small-file creation and deletion, the vfsmount table, dentries"
+    metrics_shown_apart = ("deliveries_lag",)
+
+    def point_notes(self, metrics: dict[str, Any]) -> list[PointNote]:
+        """A daemon that accepts mail faster than it delivers it: a throughput it could not keep."""
+        if not metrics.get("deliveries_lag"):
+            return []
+        return [PointNote("queue grew", f"DELIVERIES LAG (the queue grew by {metrics['queue_growth']} in the window)")]
 
     def check_available(self) -> None:
         if not EXIM.exists():
@@ -321,6 +328,9 @@ class Exim(ServerWorkload):
         if not 1 <= params["clients"] <= 65536:
             raise UserError("exim clients must be 1..65536")
         super().check_params(params)
+
+    def ports_at(self, cores: int) -> int:
+        return 1  # one daemon, whatever the cores
 
     def start(self, ctx: PointContext) -> Instance:
         if not EXIM.exists():

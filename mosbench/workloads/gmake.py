@@ -43,9 +43,11 @@ SERIAL_BELOW = 1.5  # CPUs busy: under this, one thing at a time is running
 # What one make job and its compiler take, for the check before a run (cc1 on a kernel file: 100-250 MB).
 MB_PER_JOB = 250
 TREE_MB = 1500
+TARGET = re.compile(r"[A-Za-z0-9_./+-]+")  # a path in the tree, no character make would read as its syntax
 
 
 def targets_of(spec: str) -> list[str]:
+    """The goals given, comma- or blank-separated: each one word of make's command line, as a shell splits them."""
     return [t for t in re.split(r"[,\s]+", spec) if t]
 
 
@@ -196,8 +198,12 @@ class Gmake(Workload):
         if not targets:
             raise UserError("gmake targets must name at least one make target")
         for t in targets:
-            if t.startswith("-") or "=" in t or ".." in t:
-                raise UserError(f"gmake target {t!r} is not a make target (options and variables are the workload's)")
+            # A goal is a path in the kernel's tree (mm/, fs/ext4/, vmlinux, mm/slub.o): make reads ; : = $ % # * ?
+            # | ( ) [ ] ~ \ and quotes as its own syntax, options and variables are the workload's, and a leading
+            # / or a .. leaves the tree.
+            if not TARGET.fullmatch(t) or t.startswith(("-", "/")) or ".." in t:
+                raise UserError(f"gmake target {t!r} is not a make target of the kernel tree (a path in it of "
+                                "letters, digits and _ . / + -: options and variables are the workload's)")
 
     def check_cores(self, params: dict[str, Any], cores: int) -> None:
         need = 2 * cores * MB_PER_JOB + (0 if (linuxsrc.tree_cache() / linuxsrc.LINUX_TREE).is_dir() else TREE_MB)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 from typing import Any
 
 from mosbench import native
@@ -19,6 +20,8 @@ from mosbench.errors import PointFailed, UserError
 from mosbench.workloads.base import Instance, Param, PointContext, Variant
 from mosbench.workloads.server.base import ServerInstance, ServerWorkload
 from mosbench.workloads.server.servers import Server
+
+UNPRIVILEGED_PORT_START = Path("/proc/sys/net/ipv4/ip_unprivileged_port_start")
 
 
 def server_user() -> list[str]:
@@ -64,6 +67,7 @@ class MemcachedInstance(ServerInstance):
 
 class Memcached(ServerWorkload):
     name = "memcached"
+    binds_udp = True
     description = "UDP gets of missing keys against private memcached servers on loopback (the network stack)"
     variants = (
         Variant("per-core", "a memcached per core, pinned, -t 1, own UDP port (the paper's setup)"),
@@ -90,6 +94,13 @@ class Memcached(ServerWorkload):
             raise UserError("memcached contexts, timeout_ms and memory_mb must be positive")
         super().check_params(params)
         server_user()
+        port = params["port"]
+        # memcached gives up root (-u) before it binds, and a port below the kernel's start needs root.
+        start = int(UNPRIVILEGED_PORT_START.read_text()) if UNPRIVILEGED_PORT_START.exists() else 1024
+        if 0 < port < start:
+            raise UserError(f"memcached port {port} is below {start} (net.ipv4.ip_unprivileged_port_start): "
+                            "memcached binds after giving up root, so only 0 (free ones) or a port from "
+                            f"{start} can work")
 
     def start(self, ctx: PointContext) -> Instance:
         binary = shutil.which("memcached")

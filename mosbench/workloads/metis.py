@@ -19,6 +19,7 @@ from mosbench.workloads.base import Instance, Param, PointContext, RunContext, T
 from mosbench.workloads.job import JobInstance
 
 BINARY = "mosbench-metis"
+MAX_U32, MAX_U64 = (1 << 32) - 1, (1 << 64) - 1
 
 
 def default_size_mb(cores: int, memory_bytes: int) -> int:
@@ -78,8 +79,11 @@ class Metis(Workload):
                 raise UserError(f"metis input {path} is not a readable file")
             if path.stat().st_size == 0:
                 raise UserError(f"metis input {path} is empty")
-        if params["size_mb"] < 0 or params["vocab"] < 1:
-            raise UserError("metis needs size_mb >= 0 and vocab >= 1")
+        # The ranges mosbench-metis parses (native/metis/apps/main.c): refused here, not by every point.
+        for name, least, most in (("size_mb", 0, MAX_U64 >> 20), ("seed", 0, MAX_U64), ("vocab", 1, MAX_U32),
+                                  ("partitions", 0, MAX_U32)):
+            if not least <= params[name] <= most:
+                raise UserError(f"metis {name} must be {least}..{most}, not {params[name]}")
 
     def setup(self, ctx: RunContext) -> None:
         if ctx.params["input"]:

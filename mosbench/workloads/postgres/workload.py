@@ -1,11 +1,13 @@
 """PostgreSQL: the paper's section 5.5, point queries on an indexed key/value table by pgbench.
 
-A private server per point: Debian's PostgreSQL 15 run as the postgres user from a copy of a cached,
-loaded data directory in the point's tmpfs, its own port on 127.0.0.1 and its own socket directory,
-durability off (pgcluster.BENCHMARK_SETTINGS), the table and its index pre-warmed into shared
-buffers. The load is pgbench on the load-generator CPUs, in its own group, one connection per
-server core: each pgbench transaction is a batch of `batch` queries (the paper's 256), each on a key
-uniform over the table, built from the statement scripts in sql/. Work is queries.
+A server workload: a private server per point, Debian's PostgreSQL 15 run as the postgres user from
+a copy of a cached, loaded data directory in the point's tmpfs, its own port and its own socket
+directory, durability off (pgcluster.BENCHMARK_SETTINGS), the table and its index pre-warmed into
+shared buffers. Its client is pgbench (not a native load generator) on the load-generator CPUs, in
+its own group (and with `net=veth` in its own network namespace, as every server workload's
+client), one connection per server core: each pgbench transaction is a batch of `batch` queries (the
+paper's 256), each on a key uniform over the table, built from the statement scripts in sql/. Work
+is queries.
 
 `small-cache` keeps PostgreSQL's default shared_buffers (128 MB; the default table does not fit, so
 reads miss into the kernel's page cache and the buffer free list's lock is busy); `large-cache` is
@@ -18,6 +20,9 @@ UPDATEs made. With `syscalls` the server's system calls per query are counted by
 warm-up, never the window, whose throughput counting would cost (perf on the syscall tracepoints):
 the paper's collapse was an lseek per query on one
 inode's mutex, and a user sees here how many lseeks a query costs on their PostgreSQL and kernel.
+
+psycopg (the `postgres` extra) is imported where a query is made, so an install without it runs
+every other workload; check_available says it is missing.
 """
 
 from __future__ import annotations
@@ -28,43 +33,48 @@ import math
 import re
 import resource
 import shutil
+import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import psycopg
 
 from mosbench.errors import PointFailed, UserError
+from mosbench.launch.processes import how_it_ended
 from mosbench.launch.ready import wait_ready
 from mosbench.workloads.base import (
     Instance,
+    MetricFigure,
     Param,
     PointContext,
     RunContext,
-    Sample,
     TestInfo,
     Variant,
-    Workload,
     mem_available_mb,
     open_path_to,
 )
 from mosbench.workloads.postgres import cluster as pgcluster
 from mosbench.workloads.postgres import syscalls
-from mosbench.workloads.server import ports
-from mosbench.workloads.server.base import CLIENT_CPUS, PORT, check_client_params, client_cores
+from mosbench.workloads.server import netns, ports
+from mosbench.workloads.server.base import ServerInstance, ServerWorkload
+from mosbench.workloads.server.loadgen import AFTER, WINDOW
 from mosbench.workloads.server.servers import Server
+
+if TYPE_CHECKING:
+    import psycopg
 
 SQL = Path(__file__).with_name("sql")
 SCHEMA = 1  # bump with sql/load.sql: a cached database of another schema is rebuilt
 PROTOCOLS = ("simple", "extended", "prepared")
 LARGE_CACHE_MB = 2048  # the paper's shared_buffers for its 600 MB table
+MAX_ROWS = 2**40
 # pgbench is told its duration up front (-T) and must still be running when the harness's window
 # closes; it runs this much longer and the point waits for it to end by itself.
 TAIL_S = 1.0
 PROGRESS = re.compile(r"^progress: ([0-9.]+) s, ([0-9.]+) tps, .*?(\d+) failed")
-HOST = "127.0.0.1"
+HOST = ports.HOST
 # For the check before a run: the table with its primary key (10M rows took 560 MB), and what a backend
 # holds beside shared_buffers for point queries (catalog caches, plans; work_mem is never reached).
 BYTES_PER_ROW = 60
@@ -95,24 +105,26 @@ def cache_mb(variant: str, database_mb: float) -> int | None:
     return None
 
 
-def connect(port: int) -> psycopg.Connection:
+def connect(host: str, port: int) -> psycopg.Connection:
+    import psycopg
+
     try:
-        return psycopg.connect(host=HOST, port=port, user=pgcluster.USER, dbname="postgres", connect_timeout=10,
+        return psycopg.connect(host=host, port=port, user=pgcluster.USER, dbname="postgres", connect_timeout=10,
                                autocommit=True)
     except psycopg.OperationalError as e:
         said = str(e).strip().splitlines()
         raise PointFailed(f"cannot query PostgreSQL on port {port}: {said[-1] if said else type(e).__name__}") from None
 
 
-def start_server(launcher, name: str, group, data: Path, port: int, socket_dir: Path,
+def start_server(launcher, name: str, group, data: Path, host: str, port: int, socket_dir: Path,
                  settings: dict[str, str], last_words=None) -> Server:
     """`postgres` as the postgres user in group, returned once it accepts queries: its postmaster.pid
     says "ready" (listening alone is not: it listens while it starts up, and a port another program
     holds would look open)."""
-    opts = pgcluster.server_options(HOST, port, socket_dir, settings)
+    opts = pgcluster.server_options(host, port, socket_dir, settings)
     server = Server(launcher, name, [str(pgcluster.BIN / "postgres"), "-D", str(data),
                                      *(f"-c{k}={v}" for k, v in opts.items())],
-                    group, port, last_words=last_words, env=pgcluster.ENV, user=pgcluster.USER)
+                    group, port, last_words=last_words, host=host, env=pgcluster.ENV, user=pgcluster.USER)
     pidfile = data / "postmaster.pid"
 
     def ready() -> bool:
@@ -129,6 +141,8 @@ def start_server(launcher, name: str, group, data: Path, port: int, socket_dir: 
 @contextlib.contextmanager
 def querying(what: str) -> Iterator[None]:
     """A server that fails a query (or goes away) fails the point with its own line."""
+    import psycopg
+
     try:
         yield
     except psycopg.Error as e:
@@ -140,33 +154,140 @@ def dir_mb(path: Path) -> float:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20
 
 
-class PostgresInstance(Instance):
-    def __init__(self, ctx: PointContext, database: Path, script: Path, updates: int, database_mb: float):
-        p = ctx.params
-        self.ctx = ctx
-        self.batch = p["batch"]
-        self.updates = updates
-        self.clients = len(ctx.cpus) * p["clients_per_core"]
-        self.root = ctx.scratch / "pg"  # the data directory and the server's socket, the postgres user's
-        self.server: Server | None = None
-        self.pgbench = None
-        self.counter: syscalls.SyscallCounter | None = None
-        self.syscalls_absent = syscalls.unavailable() if p["syscalls"] else None
+class Pgbench:
+    """pgbench as a server point's client (loadgen.Client): told its duration up front (-T), sampled
+    from its per-second progress lines, its window's exact count and latencies read from its
+    transaction log once it has ended."""
+
+    name = "pgbench"
+
+    def __init__(self, ctx: PointContext, argv: list[str], txn_logs: Path, batch: int,
+                 enter: Callable[[], None] | None = None):
+        if not ctx.loadgen_group:
+            raise PointFailed("pgbench needs a load generator group")
+        self.launcher = ctx.launcher
+        self.txn_logs = txn_logs
+        self.batch = batch
         self.opened: float | None = None
         self.closed: float | None = None
-        self.counted_from: float | None = None  # system calls are counted from here to the window
         self._progress: tuple[float, float] | None = None  # the last progress line: (time, transactions so far)
         self._progress_rate = 0.0
         self._progress_read = 0
         self._failed = 0
+        self._ends = self._latencies = np.array([])
+        self._result: dict[str, Any] | None = None
+        self.proc: subprocess.Popen = ctx.launcher.spawn(self.name, argv, ctx.loadgen_group, env=pgcluster.ENV,
+                                                         enter=enter)
+
+    def _read_progress(self) -> None:
+        """pgbench's per-second progress lines (-P 1, epoch-stamped): cumulative transactions by time."""
+        path = self.launcher.logdir / "pgbench.err"
+        try:
+            with open(path, "rb") as f:
+                f.seek(self._progress_read)
+                chunk = f.read()
+        except OSError:
+            return
+        end = chunk.rfind(b"\n") + 1  # whole lines only; the rest is read next time
+        self._progress_read += end
+        for line in chunk[:end].decode(errors="replace").splitlines():
+            m = PROGRESS.match(line)
+            if not m:
+                continue
+            t, tps, failed = float(m[1]), float(m[2]), int(m[3])
+            last_t, total = self._progress or (t - 1.0, 0.0)
+            self._progress = (t, total + tps * (t - last_t))
+            self._progress_rate = tps
+            self._failed += failed
+
+    def done(self) -> float:
+        """Queries so far, from the progress lines carried to now at the last second's rate (the
+        window's exact count comes from the transaction log once pgbench has ended)."""
+        self._read_progress()
+        if not self._progress:
+            return 0.0
+        t, total = self._progress
+        return (total + self._progress_rate * min(max(time.time() - t, 0.0), 1.0)) * self.batch
+
+    def set_phase(self, phase: int) -> None:
+        # pgbench cannot be told: the window's ends are kept to cut its transaction log at them.
+        if phase == WINDOW:
+            self.opened = time.time()
+        elif phase == AFTER:
+            self.closed = time.time()
+
+    def check(self) -> None:
+        self._read_progress()
+        if self._failed:
+            raise PointFailed(self.failure(f"{self._failed} transactions failed"))
+        if self.proc.poll() is not None and self.closed is None:
+            raise PointFailed(self.failure(f"pgbench {how_it_ended(self.proc)} before the window closed"))
+
+    def failure(self, what: str) -> str:
+        """what, with pgbench's first error line: the cause ("connection to server ... failed: ..."),
+        where its last is a summary ("could not create connection for setup")."""
+        lines = [line for line in self.launcher.stderr_lines(self.name) if not PROGRESS.match(line)]
+        errors = [line.strip() for line in lines if "error:" in line or "FATAL:" in line]
+        said = errors[0] if errors else (lines[-1].strip() if lines else "")
+        return f"{what}: {said}" if said else what
+
+    def stop(self) -> dict[str, Any]:
+        """Once the window has closed: waits for pgbench to end by itself (its duration ends TAIL_S
+        after the window; it finishes its transactions and says how it went) and returns the window's
+        result, its transactions in all beside; before that, ends it and returns {}. Idempotent."""
+        if self._result is None:
+            self._result = {}
+            if self.closed is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.proc.wait(TAIL_S + 60)
+            self.launcher.stop(self.proc)
+            if self.closed is not None:
+                self._result = self._read_result()
+        return self._result
+
+    def _read_result(self) -> dict[str, Any]:
+        if self.proc.returncode != 0:
+            raise PointFailed(self.failure(f"pgbench exited with status {self.proc.returncode}"))
+        out = (self.launcher.logdir / "pgbench.out").read_text(errors="replace")
+        done, failed = summary_counts(out)
+        if failed:
+            raise PointFailed(f"pgbench: {failed} transactions failed")
+        self._ends, self._latencies = read_transaction_logs(self.txn_logs)
+        if len(self._ends) != done:
+            raise PointFailed(f"pgbench's transaction log holds {len(self._ends)} transactions, its summary {done}")
+        result: dict[str, Any] = {"transactions": done, "errors": failed}
+        in_window = (self._ends >= self.opened) & (self._ends <= self.closed)
+        if in_window.any():
+            result["latency_ns"] = {name: float(np.percentile(self._latencies[in_window], q)) * 1000
+                                    for name, q in (("p50", 50), ("p90", 90), ("p99", 99), ("max", 100))}
+        return result
+
+    def queries(self, t0: float, t1: float) -> float:
+        """Queries done between t0 and t1, from the transaction log (after stop())."""
+        return queries_between(self._ends, self._latencies, t0, t1, self.batch)
+
+    def logs(self) -> str:
+        return self.launcher.log_tail(self.name, 20)
+
+
+class PostgresInstance(ServerInstance):
+    client: Pgbench | None
+
+    def __init__(self, ctx: PointContext, database: Path, script: Path, updates: int, database_mb: float):
+        super().__init__(ctx, 1)
+        p = ctx.params
+        self.port = self.ports[0]
+        self.batch = p["batch"]
+        self.updates = updates
+        self.clients = len(ctx.cpus) * p["clients_per_core"]
+        self.root = ctx.scratch / "pg"  # the data directory and the server's socket, the postgres user's
+        self.counter: syscalls.SyscallCounter | None = None
+        self.syscalls_absent = syscalls.unavailable() if p["syscalls"] else None
+        self.counted_from: float | None = None  # system calls are counted from here to the window
         self._window_work: float | None = None
         self._metrics: dict[str, Any] | None = None
         self._own_backends: list[int] = []  # the harness's connections' server processes
         self._shm: tuple[int, int] | None = None
-        try:
-            self.port = ports.ports_for(p["port"], 1)[0]
-        except UserError as e:
-            raise PointFailed(str(e)) from None
         try:
             self._start_server(database, database_mb)
             self._start_pgbench(script)
@@ -186,15 +307,20 @@ class PostgresInstance(Instance):
     def _start_server(self, database: Path, database_mb: float) -> None:
         ctx = self.ctx
         shutil.copytree(database, self.root / "data", symlinks=True)
+        if self.link:
+            # initdb trusts loopback alone: the client comes from the veth pair's far end, the harness
+            # from the server's own end.
+            with open(self.root / "data" / "pg_hba.conf", "a") as f:
+                f.writelines(f"host all all {addr}/32 trust\n" for addr in (self.link.client_addr, self.host))
         pgcluster.chown_tree(self.root)
         open_path_to(self.root, ctx.run.scratch.parent)
         settings = dict(pgcluster.BENCHMARK_SETTINGS, max_connections=str(self.clients + 10))
         if mb := cache_mb(ctx.variant, database_mb):
             settings["shared_buffers"] = f"{mb}MB"
-        self.server = start_server(ctx.launcher, "postgres", ctx.group, self.root / "data", self.port, self.root,
-                                   settings, self._server_said)
+        self.servers.append(start_server(ctx.launcher, "postgres", ctx.group, self.root / "data", self.host,
+                                         self.port, self.root, settings, self._server_said))
         self._journal_shm()
-        with querying("warming the cache"), connect(self.port) as conn:
+        with querying("warming the cache"), connect(self.host, self.port) as conn:
             self._own_backends.append(conn.info.backend_pid)
             conn.execute("SELECT pg_prewarm('kv'), pg_prewarm('kv_pkey')")
             self._lookups_before = self._index_lookups(conn)
@@ -206,10 +332,9 @@ class PostgresInstance(Instance):
     def _journal_shm(self) -> None:
         """PostgreSQL's System V segment (its interlock; the buffers are mmap'd) outlives a killed
         postmaster: journaled, so the run removes it whatever ends the server."""
-        assert self.server is not None
         with contextlib.suppress(OSError, IndexError, ValueError):
             fields = (self.root / "data" / "postmaster.pid").read_text().splitlines()[6].split()
-            self._shm = (int(fields[1]), self.server.proc.pid)
+            self._shm = (int(fields[1]), self.servers[0].proc.pid)
             self.ctx.launcher.journal.add_shm(*self._shm)
 
     def _server_said(self) -> str:
@@ -221,29 +346,26 @@ class PostgresInstance(Instance):
 
     def _start_pgbench(self, script: Path) -> None:
         ctx = self.ctx
-        if not ctx.loadgen_group:
-            raise PointFailed("pgbench needs a load generator group")
-        self.txn_logs = ctx.scratch / "pgbench"
-        self.txn_logs.mkdir()
-        self.pgbench = ctx.launcher.spawn("pgbench", pgbench_argv(
-            self.port, self.clients, min(self.clients, len(ctx.loadgen_cpus)),
+        txn_logs = ctx.scratch / "pgbench"
+        txn_logs.mkdir()
+        self.client = client = Pgbench(ctx, pgbench_argv(
+            self.host, self.port, self.clients, min(self.clients, len(ctx.loadgen_cpus)),
             math.ceil(ctx.window_end + TAIL_S), ctx.params["protocol"], script, ctx.params["rows"],
-            self.txn_logs / "txn"), ctx.loadgen_group, env=pgcluster.ENV)
+            txn_logs / "txn"), txn_logs, self.batch, netns.entering(self.link) if self.link else None)
         # pgbench connects every client before its clock starts: wait for them, so the warm-up is load.
         deadline = time.monotonic() + 60
-        with querying("waiting for pgbench's connections"), connect(self.port) as conn:
+        with querying("waiting for pgbench's connections"), connect(self.host, self.port) as conn:
             self._own_backends.append(conn.info.backend_pid)
             while True:
                 n = self._pgbench_backends(conn)
                 if n >= self.clients:
                     return
-                if self.pgbench.poll() is not None or time.monotonic() > deadline:
-                    raise PointFailed(self._pgbench_failure(f"{n} of {self.clients} clients connected"))
+                if client.proc.poll() is not None or time.monotonic() > deadline:
+                    raise PointFailed(client.failure(f"{n} of {self.clients} clients connected"))
                 time.sleep(0.02)
 
     def _start_counter(self) -> None:
-        assert self.server is not None
-        postmaster = self.server.proc.pid
+        postmaster = self.servers[0].proc.pid
         # perf refuses a list naming a process that has ended: the harness's own closed connections
         # must be gone before the server's processes are listed.
         deadline = time.monotonic() + 10
@@ -257,61 +379,11 @@ class PostgresInstance(Instance):
 
     # --- during the point -----------------------------------------------------------------------
 
-    def _read_progress(self) -> None:
-        """pgbench's per-second progress lines (-P 1, epoch-stamped): cumulative transactions by time."""
-        path = self.ctx.launcher.logdir / "pgbench.err"
-        try:
-            with open(path, "rb") as f:
-                f.seek(self._progress_read)
-                chunk = f.read()
-        except OSError:
-            return
-        end = chunk.rfind(b"\n") + 1  # whole lines only; the rest is read next time
-        self._progress_read += end
-        for line in chunk[:end].decode(errors="replace").splitlines():
-            m = PROGRESS.match(line)
-            if not m:
-                continue
-            t, tps, failed = float(m[1]), float(m[2]), int(m[3])
-            last_t, total = self._progress or (t - 1.0, 0.0)
-            self._progress = (t, total + tps * (t - last_t))
-            self._progress_rate = tps
-            self._failed += failed
-
-    def sample(self) -> Sample:
-        """Queries so far, from the progress lines carried to now at the last second's rate (the
-        window's exact count comes from pgbench's transaction log once it has ended)."""
-        self._read_progress()
-        if not self._progress:
-            return Sample(0.0)
-        t, total = self._progress
-        return Sample((total + self._progress_rate * min(max(time.time() - t, 0.0), 1.0)) * self.batch)
-
-    def check(self) -> None:
-        assert self.server is not None
-        self.server.check()
-        self._read_progress()
-        if self._failed:
-            raise PointFailed(self._pgbench_failure(f"{self._failed} transactions failed"))
-        if self.pgbench is not None and self.pgbench.poll() is not None and self.closed is None:
-            raise PointFailed(self._pgbench_failure("pgbench ended before the window closed"))
-
-    def _pgbench_failure(self, what: str) -> str:
-        """what, with pgbench's first error line: the cause ("connection to server ... failed: ..."),
-        where its last is a summary ("could not create connection for setup")."""
-        lines = self.ctx.launcher.stderr_lines("pgbench")
-        errors = [line.strip() for line in lines if "error:" in line or "FATAL:" in line]
-        said = errors[0] if errors else self.ctx.launcher.last_error("pgbench")
-        return f"{what}: {said}" if said else what
-
     def window_opened(self) -> None:
         self._switch_counter("disable")
         if self.counter is not None:
             self.counter.end()
-        self.opened = time.time()
-
-    def window_closed(self) -> None:
-        self.closed = time.time()
+        super().window_opened()
 
     def _switch_counter(self, word: str) -> None:
         if self.counter is None:
@@ -333,38 +405,23 @@ class PostgresInstance(Instance):
             return self._metrics
         self._metrics = {}
         try:
-            if self.pgbench is not None and self.closed is not None:
-                # Its duration ends TAIL_S after the window: it finishes its transactions and says how it went.
-                with contextlib.suppress(Exception):
-                    self.pgbench.wait(TAIL_S + 60)
-                self.ctx.launcher.stop(self.pgbench)
+            result = self.client.stop() if self.client else {}
+            if result:
                 counts = self.counter.finish() if self.counter else {}
                 self.counter = None
-                self._metrics = self._check_work(counts)
+                self._metrics = self._check_work(result, counts)
         finally:
             self._end_processes()
         return self._metrics
 
-    def _check_work(self, counts: dict[str, int]) -> dict[str, Any]:
-        assert self.pgbench is not None and self.opened is not None and self.closed is not None
-        if self.pgbench.returncode != 0:
-            raise PointFailed(self._pgbench_failure(f"pgbench exited with status {self.pgbench.returncode}"))
-        out = (self.ctx.launcher.logdir / "pgbench.out").read_text(errors="replace")
-        done, failed = summary_counts(out)
-        if failed:
-            raise PointFailed(f"pgbench: {failed} transactions failed")
-        ends, latencies = read_transaction_logs(self.txn_logs)
-        if len(ends) != done:
-            raise PointFailed(f"pgbench's transaction log holds {len(ends)} transactions, its summary {done}")
-        self._window_work = queries_between(ends, latencies, self.opened, self.closed, self.batch)
+    def _check_work(self, result: dict[str, Any], counts: dict[str, int]) -> dict[str, Any]:
+        client = self.client
+        assert client is not None and client.opened is not None and client.closed is not None
+        self._window_work = client.queries(client.opened, client.closed)
+        done = result["transactions"]
         self._check_server(done)
-        metrics: dict[str, Any] = {"clients": self.clients, "transactions": done, "client_errors": failed}
-        in_window = (ends >= self.opened) & (ends <= self.closed)
-        if in_window.any():
-            for name, q in (("p50", 50), ("p90", 90), ("p99", 99), ("max", 100)):
-                metrics[f"latency_{name}_us"] = round(float(np.percentile(latencies[in_window], q)), 1)
-        counted = queries_between(ends, latencies, self.counted_from, self.opened, self.batch) \
-            if self.counted_from else 0.0
+        metrics: dict[str, Any] = {"clients": self.clients, "transactions": done, **self.metrics(result)}
+        counted = client.queries(self.counted_from, client.opened) if self.counted_from else 0.0
         if counts and counted >= 1:
             metrics.update(per_query(counts, counted))
             metrics["syscalls_counted_queries"] = round(counted)
@@ -376,7 +433,7 @@ class PostgresInstance(Instance):
 
     def _check_server(self, transactions: int) -> None:
         """The server's own count of index lookups, and in read-write the UPDATEs in the table."""
-        with querying("checking the work"), connect(self.port) as conn:
+        with querying("checking the work"), connect(self.host, self.port) as conn:
             # A backend's statistics are flushed as it exits, before it leaves pg_stat_activity.
             deadline = time.monotonic() + 30
             while self._pgbench_backends(conn) and time.monotonic() < deadline:
@@ -401,28 +458,26 @@ class PostgresInstance(Instance):
         return int(conn.execute("SELECT idx_scan FROM pg_stat_user_tables WHERE relname = 'kv'").fetchone()[0])
 
     def _end_processes(self) -> None:
-        launcher = self.ctx.launcher
-        if self.pgbench is not None:
-            launcher.stop(self.pgbench)
+        if self.client is not None:
+            self.ctx.launcher.stop(self.client.proc)
         if self.counter is not None:
             with contextlib.suppress(Exception):
                 self.counter.finish()
             self.counter = None
-        if self.server is not None:
+        self.stop_servers()
+
+    def stop_servers(self) -> None:
+        for s in self.servers:
             # SIGTERM: a smart shutdown, prompt once pgbench's connections are gone.
-            launcher.stop(self.server.proc, grace=30)
-            if self._shm:
-                launcher.journal.remove_shm(*self._shm)
-                self._shm = None
-
-    def logs(self) -> str:
-        parts = [self.ctx.launcher.log_tail("postgres", 20), self.ctx.launcher.log_tail("pgbench", 20)]
-        return "\n".join(p for p in parts if p)
+            self.ctx.launcher.stop(s.proc, grace=30)
+        if self._shm:
+            self.ctx.launcher.journal.remove_shm(*self._shm)
+            self._shm = None
 
 
-def pgbench_argv(port: int, clients: int, threads: int, seconds: int, protocol: str, script: Path, rows: int,
-                 log_prefix: Path) -> list[str]:
-    return [str(pgcluster.BIN / "pgbench"), "--no-vacuum", "-h", HOST, "-p", str(port), "-U", pgcluster.USER,
+def pgbench_argv(host: str, port: int, clients: int, threads: int, seconds: int, protocol: str, script: Path,
+                 rows: int, log_prefix: Path) -> list[str]:
+    return [str(pgcluster.BIN / "pgbench"), "--no-vacuum", "-h", host, "-p", str(port), "-U", pgcluster.USER,
             "-c", str(clients), "-j", str(threads), "-T", str(seconds), "-M", protocol, "-f", str(script),
             "-D", f"rows={rows}", "-P", "1", "--progress-timestamp", "-l", f"--log-prefix={log_prefix}", "postgres"]
 
@@ -471,7 +526,18 @@ def per_query(counts: dict[str, int], queries: float) -> dict[str, float]:
     return out
 
 
-class Postgres(Workload):
+# per_query's metrics, drawn by the report.
+SYSCALLS_FIGURE = MetricFigure(
+    name="syscalls", heading="System calls per unit of work",
+    note="""Counted over each point's warm-up (never its window: counting costs the server
+throughput) on the server's processes by the kernel's syscall tracepoints (perf), divided by the
+warm-up's work. A call whose count grows with cores, or one made on a
+shared kernel object (PostgreSQL's lseek on a table's file, the paper's inode mutex), is where to look first.""",
+    title="The server's system calls by kind (syscall tracepoints over the warm-up)",
+    y_label="system calls per {unit}", suffix="_per_query", total="syscalls_per_query")
+
+
+class Postgres(ServerWorkload):
     name = "postgres"
     description = "point queries on an indexed key/value table in a private PostgreSQL, pgbench as the client"
     unit = "query"
@@ -486,9 +552,8 @@ class Postgres(Workload):
         Param("protocol", "simple", "pgbench -M: simple or extended plan every query (the paper's lseek per "
               "query); prepared keeps a generic plan after a statement's first five executions"),
         Param("clients_per_core", 1, "pgbench connections per server core (the paper: one)"),
-        CLIENT_CPUS,
-        PORT,
         Param("syscalls", True, "count the server's system calls per query by kind (perf on syscall tracepoints)"),
+        *ServerWorkload.client_params,
     )
     paper = "section 5.5 and Figures 7 and 8: lseek on one inode's mutex, the buffer free list's lock"
 
@@ -496,18 +561,20 @@ class Postgres(Workload):
         return [TestInfo("read-only", "transactions of point SELECTs"),
                 TestInfo("read-write", "point SELECTs with UPDATEs among them (5% by default)")]
 
-    def loadgen_cores(self, cores: int, params: dict[str, Any]) -> int:
-        return client_cores(cores, params)
-
     def check_available(self) -> None:
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            raise UserError("psycopg, PostgreSQL's Python client, is not installed "
+                            "(the postgres extra: pip install 'mosbench[postgres]')") from None
         pgcluster.check_available()
         for tool in ("pgbench", "psql", "postgres"):
             if not (pgcluster.BIN / tool).exists():
                 raise UserError(f"{pgcluster.BIN / tool} is missing (Debian: apt-get install postgresql-15)")
 
     def check_params(self, params: dict[str, Any]) -> None:
-        if not 1 <= params["rows"] <= 2**40:
-            raise UserError("postgres rows must be at least 1")
+        if not 1 <= params["rows"] <= MAX_ROWS:
+            raise UserError(f"postgres rows must be 1..{MAX_ROWS} (2^40)")
         if not 1 <= params["batch"] <= 100_000:
             raise UserError("postgres batch must be 1..100000")
         if not 0 <= params["update_percent"] <= 100:
@@ -516,13 +583,17 @@ class Postgres(Workload):
             raise UserError(f"postgres protocol must be one of {', '.join(PROTOCOLS)}, not {params['protocol']!r}")
         if params["clients_per_core"] < 1:
             raise UserError("postgres clients_per_core must be at least 1")
-        check_client_params(self.name, params)
+        super().check_params(params)
+
+    def ports_at(self, cores: int) -> int:
+        return 1  # one server, whatever the cores
 
     def check_cores(self, params: dict[str, Any], cores: int) -> None:
         """256 cores are 256 connections (times clients_per_core): a backend each, max_connections
         sized from them (PostgreSQL 15 on Linux keeps its semaphores in its shared memory, so no
         System V semaphore limit applies), one pgbench holding every socket, and the point's copy of
         the table in tmpfs beside the large cache."""
+        super().check_cores(params, cores)
         clients = cores * params["clients_per_core"]
         database_mb = params["rows"] * BYTES_PER_ROW / 2**20
         need = database_mb + (cache_mb("large-cache", database_mb) or 0) + clients * MB_PER_BACKEND
@@ -550,6 +621,7 @@ class Postgres(Workload):
         ctx.facts.update(version=version, rows=p["rows"], database_mb=meta["database_mb"],
                          protocol=p["protocol"], batch=p["batch"],
                          updates_per_batch={t: u for t, (_, u) in scripts.items()})
+        super().setup(ctx)  # the veth link, with net=veth
 
     def _database(self, ctx: RunContext, version: str) -> tuple[Path, dict[str, Any]]:
         """The loaded data directory, from the cache or loaded now (once per rows, schema and version)."""
@@ -583,7 +655,8 @@ class Postgres(Workload):
         port = ports.free_ports(1)[0]
         settings = dict(pgcluster.BENCHMARK_SETTINGS, maintenance_work_mem="1GB", max_wal_size="8GB")
         try:
-            server = start_server(ctx.launcher, "postgres-load", ctx.group, build / "data", port, build, settings)
+            server = start_server(ctx.launcher, "postgres-load", ctx.group, build / "data", HOST, port, build,
+                                  settings)
         except PointFailed as e:
             raise UserError(f"the loading server did not start: {e}") from None
         try:
@@ -603,5 +676,5 @@ class Postgres(Workload):
         script, updates = ctx.run.extra["scripts"][ctx.test]
         return PostgresInstance(ctx, ctx.run.extra["database"], script, updates, ctx.run.extra["database_mb"])
 
-    def figures_for(self, test: str) -> tuple[str, ...]:
-        return ("syscalls",)
+    def figures_for(self, test: str) -> tuple[MetricFigure, ...]:
+        return (SYSCALLS_FIGURE,)

@@ -2,8 +2,8 @@
 
 A `ServerWorkload` has the client's parameters (its CPUs per server core, the first port, the
 network path) and makes the veth link once per run when asked. A `ServerInstance` holds a point's
-servers and its load generator: its work is the client's answered requests, its window is the
-client's window, and it fails when any of them stops.
+servers and its client (a native load generator, or a workload's own such as pgbench): its work is
+the client's answered requests, its window is the client's window, and it fails when any of them stops.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from mosbench.errors import PointFailed, UserError
 from mosbench.workloads.base import Instance, Param, PointContext, RunContext, Sample, Workload
 from mosbench.workloads.server import netns, ports
-from mosbench.workloads.server.loadgen import AFTER, WINDOW, LoadGenerator, client_metrics
+from mosbench.workloads.server.loadgen import AFTER, WINDOW, Client, LoadGenerator, client_metrics
 from mosbench.workloads.server.servers import Server
 
 NETS = ("loopback", "veth")
@@ -29,7 +29,7 @@ def client_cores(cores: int, params: dict[str, Any]) -> int:
 def check_client_params(workload: str, params: dict[str, Any]) -> None:
     """The client's CPUs and the servers' first port, as every server workload takes them."""
     if not 0 < params["client_cpus"] <= 64:
-        raise UserError(f"{workload} client_cpus must be above 0")
+        raise UserError(f"{workload} client_cpus must be above 0 and at most 64, not {params['client_cpus']}")
     if not 0 <= params["port"] <= 65535:
         raise UserError(f"{workload} port must be 0 (choose) or a port number")
 
@@ -43,8 +43,32 @@ class ServerWorkload(Workload):
               "RPS over the server's CPUs)"),
     )
 
+    # Whether the server also binds its port for UDP (memcached), so a free one must be free for both.
+    binds_udp = False
+
     def loadgen_cores(self, cores: int, params: dict[str, Any]) -> int:
         return client_cores(cores, params)
+
+    def ports_at(self, cores: int) -> int:
+        """How many ports from the user's first a point at `cores` binds: one a core where a variant runs
+        a server per core."""
+        return cores
+
+    def check_cores(self, params: dict[str, Any], cores: int) -> None:
+        """The user's ports are free now (a port taken later still fails its point, with the server's
+        own words). The servers bind as root or drop root after binding, so any free port will do."""
+        first = params["port"]
+        if not first:
+            return
+        last = first + self.ports_at(cores) - 1
+        if last > 65535:
+            raise UserError(f"{self.name} port {first}: {cores} cores need ports {first}..{last}, past 65535")
+        taken = [p for p in range(first, last + 1) if not ports.is_free(p, udp=self.binds_udp)]
+        if taken:
+            kind = "TCP or UDP " if self.binds_udp else ""
+            uses = f" ({cores} cores use {first}..{last})" if last > first else ""
+            raise UserError(f"{self.name} {kind}port {taken[0]} is taken on {ports.HOST}{uses}: "
+                            f"give free ones, or 0")
 
     def check_params(self, params: dict[str, Any]) -> None:
         check_client_params(self.name, params)
@@ -73,7 +97,7 @@ class ServerInstance(Instance):
         if self.link:
             netns.steer(self.link, ctx.cpus)
         self.servers: list[Server] = []
-        self.client: LoadGenerator | None = None
+        self.client: Client | None = None
         self.ports: list[int] = []
         try:
             self.ports = ports.ports_for(ctx.params["port"], count, udp=udp, host=self.host)
@@ -85,6 +109,7 @@ class ServerInstance(Instance):
             s.wait_ready()
 
     def start_client(self, name: str, argv: list[str]) -> None:
+        """A native load generator (native/loadgen) as the point's client."""
         if not self.ctx.loadgen_group:
             raise PointFailed(f"{name} needs a load generator group")
         self.client = LoadGenerator(self.ctx.launcher, name, [*argv, "--host", self.host], self.ctx.loadgen_group,
@@ -94,7 +119,7 @@ class ServerInstance(Instance):
 
     def sample(self) -> Sample:
         assert self.client is not None
-        return Sample(float(self.client.counters()["done"]))
+        return Sample(self.client.done())
 
     def window_opened(self) -> None:
         if self.client:

@@ -5,6 +5,9 @@ cumulative counters (requests sent, answered, lost, answered wrongly, answered l
 first failure's message, and a phase the harness writes when its window opens and closes, so the
 generator's window counts and latency percentiles cover exactly the harness's window. At the end
 the generator writes its window's result as JSON; `stop()` returns it as the point's client metrics.
+
+`Client` is what a server point asks of any client, the native generators or a workload's own
+(PostgreSQL's pgbench): the same calls, and a result in the same form.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import struct
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from mosbench import cpulist
 from mosbench.errors import PointFailed
@@ -30,6 +33,28 @@ STARTING, RUNNING, FAILED, STOPPED = range(4)
 WARMUP, WINDOW, AFTER = range(3)
 COUNTERS = ("sent", "done", "lost", "errors", "late")
 _PHASE_OFFSET = struct.calcsize("<8sIIIIII")  # magic, version, nthreads, stride, offset, ncounters, state
+
+
+class Client(Protocol):
+    """A server point's client, as the point drives and measures it."""
+
+    name: str
+    proc: subprocess.Popen
+
+    def done(self) -> float:
+        """Units of work answered so far (cumulative: samples are differences)."""
+
+    def set_phase(self, phase: int) -> None:
+        """The harness's window opened (WINDOW) or closed (AFTER): the result covers exactly it."""
+
+    def check(self) -> None:
+        """PointFailed with the client's own word if it failed or ended."""
+
+    def stop(self) -> dict[str, Any]:
+        """Ends it and returns its window's result (counts by COUNTERS' names, "latency_ns"); {} without one."""
+
+    def logs(self) -> str:
+        """The tail of what it printed, kept with a failed point."""
 
 
 class LoadGenerator:
@@ -76,6 +101,9 @@ class LoadGenerator:
             values = struct.unpack_from(f"<{len(COUNTERS)}Q", self._map, self._offset + t * self._stride)
             totals = [a + b for a, b in zip(totals, values, strict=True)]
         return dict(zip(COUNTERS, totals, strict=True))
+
+    def done(self) -> float:
+        return float(self.counters()["done"])
 
     def set_phase(self, phase: int) -> None:
         if self._map is not None:

@@ -1,0 +1,60 @@
+"""A private PostgreSQL cluster driven with pg_ctl, for the tests of the store on PostgreSQL.
+
+The workload runs `postgres` through its launcher (mosbench/workloads/postgres/cluster.py has what both share).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import subprocess
+from pathlib import Path
+
+from mosbench.errors import UserError
+from mosbench.workloads.postgres.cluster import BIN, ENV, USER, initdb_argv, server_options
+
+
+class Cluster:
+    """A cluster in a directory of its own, started and stopped with pg_ctl."""
+
+    def __init__(self, root: Path, port: int, host: str = "127.0.0.1"):
+        self.root = root
+        self.data = root / "data"
+        self.port = port
+        self.host = host
+        self.log = root / "server.log"
+
+    def _as_postgres(self, argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
+        pw = pwd.getpwnam(USER)
+        r = subprocess.run(argv, capture_output=True, text=True, user=pw.pw_uid, group=pw.pw_gid,
+                           extra_groups=[], cwd="/", env=ENV)
+        if check and r.returncode != 0:
+            said = (r.stderr.strip() or r.stdout.strip()).splitlines()
+            raise UserError(f"{Path(argv[0]).name} failed: {said[-1] if said else f'status {r.returncode}'}")
+        return r
+
+    def init(self) -> None:
+        """An empty cluster; its directory (and the way to it) must be reachable by the postgres user."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        pw = pwd.getpwnam(USER)
+        os.chown(self.root, pw.pw_uid, pw.pw_gid)
+        self._as_postgres(initdb_argv(self.data))
+
+    def start(self, settings: dict[str, str] | None = None) -> None:
+        """Starts the server and waits until it accepts connections."""
+        opts = server_options(self.host, self.port, self.root, settings or {})
+        line = " ".join(f"-c {k}={v}" for k, v in opts.items())
+        self._as_postgres([str(BIN / "pg_ctl"), "-D", str(self.data), "-o", line, "-l", str(self.log), "-w",
+                           "-t", "60", "start"])
+
+    def stop(self, mode: str = "fast") -> None:
+        if (self.data / "postmaster.pid").exists():
+            self._as_postgres([str(BIN / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop"], check=False)
+
+    def url(self, database: str = USER) -> str:
+        return f"postgresql+psycopg://{USER}@{self.host}:{self.port}/{database}"
+
+    def remove(self) -> None:
+        self.stop("immediate")
+        shutil.rmtree(self.root, ignore_errors=True)
