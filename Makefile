@@ -5,7 +5,7 @@ MOSBENCH := .venv/bin/mosbench
 QUICK_TESTS := getppid1 page_fault1 mmap1 open1 context_switch1 dup1
 QUICK   := $(addprefix micro/,$(QUICK_TESTS))
 
-.PHONY: bench test test-manycore deps native lint bench-overhead bench-libscale bench-syscalls bench-profile clean
+.PHONY: bench test test-manycore deps native lint bench-overhead bench-libscale bench-syscalls bench-profile bench-harness-scale clean
 deps:
 	bash scripts/install-deps
 
@@ -44,6 +44,11 @@ bench-profile: native
 # libscale's stock and scalable forms side by side: per-core throughput at max cores over 1 core.
 bench-libscale: native
 	$(PY) benchmarks/libscale_ratios.py
+
+# The harness's own cost as runs grow: show, report and compare over 500..5,000 stored points of a 256-CPU
+# machine (20% profiled), with peak memory and how each grows (about 10 minutes; SIZES=500,5000 ROUNDS=1 is quicker).
+bench-harness-scale: native
+	$(PY) benchmarks/harness_scale.py
 
 lint: deps
 	.venv/bin/ruff check mosbench tests benchmarks

@@ -241,7 +241,7 @@ def show(run_ref, store_url) -> None:
     from mosbench.report import rows
 
     r = db.run(run_ref)
-    pts = db.points(r["id"], with_profiles=True)
+    pts = db.points(r["id"], with_profiles=True, with_samples=False)
     series = analysis.build_series(pts)
     console = _table_console()
     console.print(f"run #{r['id']} ({r['status']}) on {r['environment']['hostname']}, "
@@ -286,8 +286,8 @@ def compare(run_refs, include_interfered, store_url) -> None:
     runs = [db.run(ref) for ref in run_refs]
     if len({r["id"] for r in runs}) < len(runs):
         raise UserError("compare was given the same run twice")
-    found = comparing.compare_runs(runs, [analysis.build_series(db.points(r["id"])) for r in runs],
-                                   comparing.run_labels(runs), include_interfered)
+    series = [analysis.build_series(db.points(r["id"], with_samples=False)) for r in runs]
+    found = comparing.compare_runs(runs, series, comparing.run_labels(runs), include_interfered)
     out = _table_console()
     for model in rows.comparison_tables(found):
         out.print(table.render(model))

@@ -41,6 +41,22 @@ def amdahl(n, lam: float, sigma: float):
 FUNCTIONS = {"amdahl": amdahl, "usl": usl}
 
 
+def _usl_jacobian(n, lam: float, sigma: float, kappa: float = 0.0) -> np.ndarray:
+    """∂X/∂(λ, σ, κ) of the USL: given to the solver, it is spared estimating them by differences
+    (a report fits every curve 101 times for its intervals)."""
+    n = np.asarray(n, dtype=float)
+    d = 1 + sigma * (n - 1) + kappa * n * (n - 1)
+    x = lam * n / d
+    return np.column_stack([n / d, -x * (n - 1) / d, -x * n * (n - 1) / d])
+
+
+def _amdahl_jacobian(n, lam: float, sigma: float) -> np.ndarray:
+    return _usl_jacobian(n, lam, sigma)[:, :2]
+
+
+JACOBIANS = {"amdahl": _amdahl_jacobian, "usl": _usl_jacobian}
+
+
 @dataclass(frozen=True)
 class Refusal:
     model: str
@@ -86,15 +102,17 @@ def peak_cores(sigma: float, kappa: float) -> float | None:
     return math.sqrt((1 - sigma) / kappa)
 
 
-def _least_squares(model: str, n: np.ndarray, x: np.ndarray) -> np.ndarray | None:
-    """(λ, σ[, κ]) minimising the squared error in throughput; None where the solver fails."""
+def _least_squares(model: str, n: np.ndarray, x: np.ndarray, start: np.ndarray | None = None) -> np.ndarray | None:
+    """(λ, σ[, κ]) minimising the squared error in throughput, from `start` where given (a bootstrap
+    round starts from the full fit); None where the solver fails."""
     one = x[n == n.min()] / n.min()
-    p0 = [float(np.median(one)), 0.01, 0.0001][: len(PARAMS[model])]
+    p0 = list(start) if start is not None else [float(np.median(one)), 0.01, 0.0001][: len(PARAMS[model])]
     upper = [np.inf, 1.0, 1.0][: len(PARAMS[model])]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", OptimizeWarning)
         try:
-            p, _ = curve_fit(FUNCTIONS[model], n, x, p0=p0, bounds=([0.0] * len(p0), upper), maxfev=20000)
+            p, _ = curve_fit(FUNCTIONS[model], n, x, p0=p0, bounds=([0.0] * len(p0), upper), maxfev=20000,
+                             jac=JACOBIANS[model])
         except (RuntimeError, ValueError):
             return None
     return p if np.all(np.isfinite(p)) else None
@@ -129,7 +147,7 @@ def fit(model: str, trials: dict[int, list[float]], rounds: int = BOOTSTRAP_ROUN
             xb = np.array([v for c in counts for v in rng.choice(trials[c], size=len(trials[c]))], dtype=float)
         else:
             xb = predicted * rng.choice(relative, size=len(relative))
-        pb = _least_squares(model, n, xb)
+        pb = _least_squares(model, n, xb, start=np.clip(p, 1e-12, [np.inf, 1.0, 1.0][: len(p)]))
         if pb is not None:
             draws.append((*pb, 0.0) if model == "amdahl" else tuple(pb))
     ci: dict[str, tuple[float, float]] = {}

@@ -7,6 +7,10 @@ the run's label, so "procs (6.1)" and "procs (6.8)" are drawn side by side.
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +50,60 @@ def _profiles(group: list[analysis.Series], found: dict, files: Path, stem: str)
     return out
 
 
+@dataclass(frozen=True)
+class _SectionJob:
+    groups: dict[str, list[analysis.Series]]
+    profiles: dict
+    files: Path
+    params: dict[str, dict[str, Any]]
+    up_to: int
+
+    def section(self, name: str) -> dict[str, Any]:
+        """One test's section: its figures, fits, profiles and verdicts (each test's apart from the others')."""
+        group, files = self.groups[name], self.files
+        stem = plots.file_stem(name)
+        title = f"{name} ({group[0].unit})"
+        svg = plots.save(plots.test_figure(group, title), files, stem)
+        samples_fig = plots.samples_figure(group)
+        samples_svg = plots.save(samples_fig, files, f"{stem}_samples") if samples_fig else None
+        section = {"name": name, "anchor": stem, "figure": Markup(svg),
+                   "samples": Markup(samples_svg) if samples_svg else None}
+        fits = scaling.series_fits(group, self.params.get(group[0].workload, {}))
+        section["scaling_table"] = rows.scaling_table(group, fits, self.up_to)
+        if fig := plots.scaling_figure(group, fits, self.up_to):
+            section["scaling"] = Markup(plots.save(fig, files, f"{stem}_scaling"))
+        section["profiles"] = _profiles(group, self.profiles, files, stem)
+        section["verdicts"] = rows.verdict_table(verdict.judge_all(group, self.profiles))
+        section["own_figures"] = [
+            {"heading": f.heading, "note": f.note, "svg": Markup(plots.save(fig, files, f"{stem}_{f.name}"))}
+            for f in analysis.figures_for(group[0]) if (fig := plots.metric_figure(group, f))]
+        return section
+
+
+_job: _SectionJob | None = None  # what forked workers inherit, rather than have every series pickled to them
+
+
+def _section_of(name: str) -> dict[str, Any]:
+    assert _job is not None
+    return _job.section(name)
+
+
+def _in_parallel(job: _SectionJob) -> list[dict[str, Any]]:
+    """The sections on every CPU the report may use: a 256-CPU run's report draws hundreds of figures and
+    fits every curve a hundred times over, each test apart from the others."""
+    global _job
+    names = list(job.groups)
+    workers = min(len(os.sched_getaffinity(0)), len(names))
+    if workers < 2:
+        return [job.section(n) for n in names]
+    _job = job
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            return list(pool.map(_section_of, names))
+    finally:
+        _job = None
+
+
 def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
     runs = [db.run(ref) for ref in run_refs]
     several = len(runs) > 1
@@ -66,27 +124,11 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
                          "reason": p["reason"], "logs": (p.get("logs") or "")[-4000:]}
                         for p in pts if p["status"] != "ok")
 
-    sections = []
     # Models are read out to 256 cores, or to the largest machine among the runs.
     up_to = max(256, *(len(r["environment"].get("topology", {}).get("cpus", [])) for r in runs))
-    for name, group in analysis.group_by_test(series).items():
-        stem = plots.file_stem(name)
-        title = f"{name} ({group[0].unit})"
-        svg = plots.save(plots.test_figure(group, title), files, stem)
-        samples_fig = plots.samples_figure(group)
-        samples_svg = plots.save(samples_fig, files, f"{stem}_samples") if samples_fig else None
-        section = {"name": name, "anchor": stem, "figure": Markup(svg),
-                   "samples": Markup(samples_svg) if samples_svg else None}
-        fits = scaling.series_fits(group, runs[0]["plan"].get("params", {}).get(group[0].workload, {}))
-        section["scaling_table"] = rows.scaling_table(group, fits, up_to)
-        if fig := plots.scaling_figure(group, fits, up_to):
-            section["scaling"] = Markup(plots.save(fig, files, f"{stem}_scaling"))
-        section["profiles"] = _profiles(group, found_profiles, files, stem)
-        section["verdicts"] = rows.verdict_table(verdict.judge_all(group, found_profiles))
-        section["own_figures"] = [
-            {"heading": f.heading, "note": f.note, "svg": Markup(plots.save(fig, files, f"{stem}_{f.name}"))}
-            for f in analysis.figures_for(group[0]) if (fig := plots.metric_figure(group, f))]
-        sections.append(section)
+    groups = analysis.group_by_test(series)
+    params = runs[0]["plan"].get("params", {})
+    sections = _in_parallel(_SectionJob(groups, found_profiles, files, params, up_to))
     cell_tables = dict(zip(analysis.group_by_test(series), rows.cell_tables(series), strict=True))
     for section in sections:
         section["table"] = cell_tables[section["name"]]

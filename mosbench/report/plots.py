@@ -303,6 +303,7 @@ def save(fig: Figure, directory: Path, stem: str) -> str:
     """Writes stem.png and stem.svg; returns the SVG text for embedding in the HTML report."""
     directory.mkdir(parents=True, exist_ok=True)
     fig.savefig(directory / f"{stem}.png", dpi=130)
+    fig.set_layout_engine("none")  # laid out once for the PNG; the SVG keeps that layout (16% of a figure's time)
     buf = io.StringIO()
     fig.savefig(buf, format="svg")
     svg = buf.getvalue()
