@@ -19,10 +19,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from mosbench.errors import UserError
+from mosbench.machine.journal import state_dir
 
 # /run/lock is the system's place for lock files (world-writable, sticky), so root's runs and a user's
-# affinity-only runs meet on the same file.
-LOCK_PATHS = (Path("/run/lock/mosbench.lock"), Path("/tmp/mosbench.lock"))
+# affinity-only runs meet on the same file; a system without it (a bare guest's tmpfs /run) uses the
+# journal's state directory, which every run can write.
+LOCK_FILE = Path("/run/lock/mosbench.lock")
 
 
 @dataclass(frozen=True)
@@ -39,11 +41,12 @@ class Holder:
 
 
 def lock_path() -> Path:
-    for path in LOCK_PATHS:
-        if path.parent.is_dir() and os.access(path.parent, os.W_OK | os.X_OK):
-            return path
-    raise UserError(f"no directory for the machine lock: neither of {', '.join(str(p.parent) for p in LOCK_PATHS)} "
-                    "is writable")
+    if LOCK_FILE.parent.is_dir() and os.access(LOCK_FILE.parent, os.W_OK | os.X_OK):
+        return LOCK_FILE
+    try:
+        return state_dir() / "machine.lock"
+    except OSError as e:
+        raise UserError(f"no directory for the machine lock: {LOCK_FILE.parent} is not writable and {e}") from None
 
 
 def _open(path: Path) -> int:
