@@ -63,8 +63,10 @@ class Point:
             "workload": k.workload, "test": k.test, "variant": k.variant, "cores": k.cores, "trial": k.trial,
             "started_at": self.started_at, "cpus": self.cpus, "loadgen_cpus": self.loadgen_cpus,
             "loadgen_shared": self.loadgen_shared, "unit": self.unit, "status": self.status,
-            "reason": self.reason, "metrics": self.metrics(), "logs": self.logs, "profile": self.profile,
+            "reason": self.reason, "metrics": self.metrics(), "logs": self.logs,
         }
+        if self.profile is not None:  # left out, not None: a JSON column would store None as JSON null
+            out["profile"] = self.profile
         if self.status == "ok" and self.measured is not None:
             out.update(self.measured.columns(), interfered=self.interfered)
         return out
