@@ -237,7 +237,8 @@ def show(run_ref, store_url) -> None:
     """A run as a terminal table (RUN is an id or 'latest')."""
     _recover()
     db = store.Store(store_url)
-    from mosbench.analysis import verdict
+    from mosbench.analysis import commute, verdict
+    from mosbench.report import commute as commute_report
     from mosbench.report import rows
 
     r = db.run(run_ref)
@@ -248,10 +249,15 @@ def show(run_ref, store_url) -> None:
                   f"kernel {r['environment']['kernel']}: {r['environment'].get('topology_summary', '')}")
     if banner := rows.interference_banner(series):
         console.print(f"⚠ {banner}", style="red", markup=False, highlight=False)
-    for t in table.series_tables(series):
+    curves = [s for s in series if s.workload != commute.WORKLOAD]
+    for t in table.series_tables(curves):
         console.print(t)
-    console.print(table.summary_table(series))
-    console.print(table.render(rows.verdict_table(verdict.judge_all(series, profiles.by_series(pts)))))
+    found_profiles = profiles.by_series(pts)
+    if found := commute.results(series):
+        console.print(table.render(commute_report.situations_table(found)))
+        console.print(table.render(commute_report.not_scaling_table(series, found, found_profiles)))
+    console.print(table.summary_table(curves))
+    console.print(table.render(rows.verdict_table(verdict.judge_all(curves, found_profiles))))
 
 
 @cli.command()
@@ -291,6 +297,13 @@ def compare(run_refs, include_interfered, store_url) -> None:
     out = _table_console()
     for model in rows.comparison_tables(found):
         out.print(table.render(model))
+    from mosbench.analysis import commute
+    from mosbench.report import commute as commute_report
+
+    base_pairs = commute.results(series[0])
+    for label, other in zip(found.labels[1:], series[1:], strict=True):
+        if changes := commute.changed(base_pairs, commute.results(other)):
+            out.print(table.render(commute_report.changes_table(found.labels[0], label, changes)))
     significant = sum(c.significant for run in found.changes for c in run)
     out.print(f"{significant} significant change{'s' if significant != 1 else ''} "
               f"(Welch's t-test, p < {comparing.ALPHA}) among {sum(len(run) for run in found.changes)} points.",

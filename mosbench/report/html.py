@@ -18,7 +18,8 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from mosbench.analysis import cells as analysis
-from mosbench.analysis import compare, profiles, scaling, verdict
+from mosbench.analysis import commute, compare, profiles, scaling, verdict
+from mosbench.report import commute as commute_report
 from mosbench.report import flamegraph, plots, rows
 from mosbench.store import db as store
 
@@ -110,6 +111,7 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
     files = output.parent / f"{output.stem}_files"
     series: list[analysis.Series] = []
     per_run: list[list[analysis.Series]] = []
+    per_run_profiles: list[dict[tuple[str, str, str], dict[int, profiles.Profile]]] = []
     found_profiles: dict[tuple[str, str, str], dict[int, profiles.Profile]] = {}  # by series, as labelled
     failures: list[dict[str, Any]] = []
     labels = compare.run_labels(runs)
@@ -117,7 +119,8 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
         pts = db.points(r["id"], with_logs=True, with_profiles=True)
         series.extend(analysis.build_series(pts, label if several else None))
         per_run.append(analysis.build_series(pts))
-        for (w, t, v), by_cores in profiles.by_series(pts).items():
+        per_run_profiles.append(profiles.by_series(pts))
+        for (w, t, v), by_cores in per_run_profiles[-1].items():
             found_profiles[(w, t, f"{v} ({label})" if several else v)] = by_cores
         failures.extend({"run": label, "name": f"{p['workload']}/{p['test']}".rstrip("/"),
                          "variant": p["variant"], "cores": p["cores"], "trial": p["trial"], "cpus": p["cpus"],
@@ -126,13 +129,24 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
 
     # Models are read out to 256 cores, or to the largest machine among the runs.
     up_to = max(256, *(len(r["environment"].get("topology", {}).get("cpus", [])) for r in runs))
-    groups = analysis.group_by_test(series)
+    # The commutativity situations are read as one matrix of their own, not a curve each.
+    curves = [s for s in series if s.workload != commute.WORKLOAD]
+    groups = analysis.group_by_test(curves)
     params = runs[0]["plan"].get("params", {})
     sections = _in_parallel(_SectionJob(groups, found_profiles, files, params, up_to))
-    cell_tables = dict(zip(analysis.group_by_test(series), rows.cell_tables(series), strict=True))
+    cell_tables = dict(zip(groups, rows.cell_tables(curves), strict=True))
     for section in sections:
         section["table"] = cell_tables[section["name"]]
-    summary_fig = plots.summary_figure(series)
+    commute_sections = [
+        {"label": label, **found} for r, label, run_series, run_profiles in zip(
+            runs, labels, per_run, per_run_profiles, strict=True)
+        if (found := commute_report.section(run_series, run_profiles,
+                                            files / plots.file_stem(label) if several else files,
+                                            r["environment"].get("kernel", "this kernel")))]
+    commute_changes = [commute_report.changes_table(labels[0], label, changes) for label, run_series in zip(
+        labels[1:], per_run[1:], strict=True) if (changes := commute.changed(
+            commute.results(per_run[0]), commute.results(run_series)))] if several else []
+    summary_fig = plots.summary_figure(curves)
     summary_svg = Markup(plots.save(summary_fig, files, "summary")) if summary_fig else None
 
     # The template is report.html.j2: escaping by extension would leave failure reasons and logs raw.
@@ -148,9 +162,10 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
             "details": json.dumps({k: v for k, v in r["environment"].items() if k not in ENV_KEYS and k != "topology"},
                                   indent=1, sort_keys=True),
         } for r, label in zip(runs, labels, strict=True)],
-        summary_svg=summary_svg, summary_table=rows.summary_table(series),
+        summary_svg=summary_svg, summary_table=rows.summary_table(curves),
         interference_banner=rows.interference_banner(series),
-        verdict_table=rows.verdict_table(verdict.judge_all(series, found_profiles)), sections=sections,
+        verdict_table=rows.verdict_table(verdict.judge_all(curves, found_profiles)), sections=sections,
+        commute_sections=commute_sections, commute_changes=commute_changes, scales_at=commute.SCALES_AT,
         failures=failures,
         comparison=rows.comparison_tables(compare.compare_runs(runs, per_run, labels))
         if several else None,

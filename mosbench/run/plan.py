@@ -46,9 +46,10 @@ class Plan:
         """Variants innermost, so a stock/scalable pair is measured side by side in time."""
         keys = []
         for w, t in self.selections:
-            has = set(workloads.get(w).variants_for(t))
+            wl = workloads.get(w)
+            has = set(wl.variants_for(t))
             keys.extend(PointKey(w, t, v, n, trial) for n in self.cores for trial in range(1, self.trials + 1)
-                        for v in self.variants[w] if v in has)
+                        for v in self.variants[w] if v in has and wl.measures(t, v, n))
         return keys
 
     def profiled(self, key: PointKey) -> bool:
@@ -93,9 +94,10 @@ def resolve_selections(names: list[str]) -> list[tuple[str, str]]:
         w.check_available()
         known = [t.name for t in w.tests()]
         if test:
-            if test not in known:
+            # A test's name may have parts (commute/open-open/diffname-samedir): a leading part selects them all.
+            chosen = [test] if test in known else [t for t in known if t.startswith(test + "/")]
+            if not chosen:
                 raise UserError(f"unknown test {name!r} (see `mosbench list {wname}`)")
-            chosen = [test]
         else:
             chosen = known
         for t in chosen:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from mosbench.errors import UserError
 from mosbench.workloads.apache import Apache
 from mosbench.workloads.base import Workload
+from mosbench.workloads.commute import Commute
 from mosbench.workloads.exim import Exim
 from mosbench.workloads.gmake import Gmake
 from mosbench.workloads.memcached import Memcached
@@ -15,7 +16,7 @@ from mosbench.workloads.psearchy import Psearchy
 from mosbench.workloads.scale import Scale
 
 REGISTRY: dict[str, type[Workload]] = {
-    w.name: w for w in (Micro, Scale, Metis, Psearchy, Gmake, Memcached, Apache, Exim, Postgres)
+    w.name: w for w in (Micro, Scale, Commute, Metis, Psearchy, Gmake, Memcached, Apache, Exim, Postgres)
 }
 
 

@@ -221,6 +221,10 @@ class Workload(ABC):
         """The variants a test has; most workloads run every variant for every test."""
         return [v.name for v in self.variants]
 
+    def measures(self, test: str, variant: str, cores: int) -> bool:
+        """Whether the plan has a point of this variant at `cores` CPUs; every one by default."""
+        return True
+
     def loadgen_cores(self, cores: int, params: dict[str, Any]) -> int:
         """CPUs the load generator wants for a point on `cores` CPUs; 0 for none."""
         return 0

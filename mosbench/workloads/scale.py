@@ -3,6 +3,9 @@
 Each structure of native/libscale is a test (scale/counter, scale/lock, …) with a form per variant:
 `stock` is the structure as Linux 2.6.35 had it, `scalable` the paper's fix; the counter also has the
 `percpu` form and the lock the pthread `mutex` baseline and Concurrency Kit's ticket and MCS locks.
+The talk's insights 2 and 3 join them: `tree` (a VMA tree under a reader-writer lock, the Bonsai
+form's lock-free lookups under RCU, and a spinlock), and `ranges`/`samerange` (a lock-free skip list
+against a page-table-shaped radix tree, on each core's own key range and on one range).
 The benchmarks are testcases of the micro driver (native/libscale/bench), named STRUCTURE/FORM.
 """
 
@@ -20,13 +23,16 @@ BINARY = "mosbench-scale"
 PAR_NS = 9800
 
 UNITS = {"counter": "get/put", "lock": "acquisition", "dentry": "lookup", "mount": "lookup",
-         "openlist": "open/close", "freelist": "alloc/free", "falseshare": "use"}
+         "openlist": "open/close", "freelist": "alloc/free", "falseshare": "use", "tree": "lookup",
+         "ranges": "insert/lookup/delete", "samerange": "insert/lookup/delete"}
 
 # Where each structure comes from, for `mosbench list` and the docs.
 PAPER = {"counter": "4.3 sloppy counters", "lock": "talk / 'Non-scalable locks are dangerous'",
          "dentry": "4.4 lock-free comparison", "mount": "4.5 per-core vfsmount tables",
          "openlist": "4.5 per-core open-file lists", "freelist": "4.5 per-core packet-buffer free lists",
-         "falseshare": "4.6 false sharing"}
+         "falseshare": "4.6 false sharing", "tree": "talk insight 2: lock-free reads (Bonsai trees, ASPLOS 2012)",
+         "ranges": "talk insight 3: skip list against radix tree, each core its own range (independent mmaps)",
+         "samerange": "talk insight 3's contrast: every core in one range (the same mmaps)"}
 
 
 class Scale(Workload):
@@ -40,12 +46,18 @@ class Scale(Workload):
         Variant("mutex", "lock only: pthread mutex, the application's baseline"),
         Variant("ck-ticket", "lock only: Concurrency Kit's ticket lock, for comparison"),
         Variant("ck-mcs", "lock only: Concurrency Kit's MCS lock, for comparison"),
+        Variant("spinlock", "tree only: every lookup and update under one spinlock"),
+        Variant("skiplist", "ranges only: a lock-free skip list (the books' design)"),
+        Variant("radix", "ranges only: a radix tree shaped like a page table (per-slot atomics)"),
     )
     params = (
         Param("cs_ns", 200, "lock: time inside the critical section", "ns"),
         Param("par_ns", PAR_NS, "lock: time outside it between acquisitions (2% inside with the defaults)", "ns"),
         Param("threshold", 16, "counter: spare references a sloppy counter's slot may keep"),
         Param("batch", 0, "counter: percpu_counter batch (0: Linux's max(32, 2 x CPUs))"),
+        Param("update_percent", 1, "tree: the share of operations that are updates (munmap + mmap)", "%"),
+        Param("vmas", 1000, "tree: ranges in the tree (a process's VMAs)"),
+        Param("range_keys", 4096, "ranges, samerange: keys in each range"),
     )
     paper = "Section 4's techniques (4.3 to 4.6) and the lock-collapse talk, one structure at a time"
 
@@ -78,9 +90,12 @@ class Scale(Workload):
         native.binary(BINARY)
 
     def check_params(self, params: dict[str, Any]) -> None:
-        for name, least in (("cs_ns", 0), ("par_ns", 0), ("threshold", 1), ("batch", 0)):
+        for name, least in (("cs_ns", 0), ("par_ns", 0), ("threshold", 1), ("batch", 0), ("update_percent", 0),
+                            ("vmas", 16), ("range_keys", 2)):
             if params[name] < least:
                 raise UserError(f"scale needs {name} >= {least} (got {params[name]})")
+        if params["update_percent"] > 100:
+            raise UserError(f"scale needs update_percent <= 100 (got {params['update_percent']})")
 
     def models_for(self, test: str, params: dict[str, Any]) -> dict[str, Any]:
         """scale/lock: the lock-collapse model, with a the run's par_ns and s no less than its cs_ns."""
