@@ -11,6 +11,8 @@ from typing import Any
 
 KERNEL = "_[k]"  # the suffix of a kernel frame in a folded stack
 IDLE_COMMS = ("swapper",)
+C2C_LINES = 10  # shared cache lines kept when trials are added up
+C2C_CODE = 8  # code rows kept per line
 
 
 @dataclass
@@ -25,6 +27,11 @@ class Profile:
     locks: dict[str, dict[str, Any]] = field(default_factory=dict)  # by caller: type, contended, wait, stack
     locks_work: float = 0.0  # the warm-ups' work, over which the locks were traced
     locks_absent: str | None = None
+    c2c_hitm: float = 0.0  # perf c2c's sampled HITM loads (local and remote), over the trials that had c2c
+    c2c_loads: float = 0.0  # its sampled loads, which the HITMs are a share of
+    c2c_work: float = 0.0  # the work of the trials that had c2c, which the HITMs are counted against
+    c2c_lines: list[dict[str, Any]] = field(default_factory=list)  # most HITMs first: address, counts, code
+    c2c_absent: str | None = None
 
     @classmethod
     def of_points(cls, points: list[dict[str, Any]]) -> Profile | None:
@@ -47,7 +54,24 @@ class Profile:
                                                              "wait_total_us": 0.0, "stack": lock["stack"]})
                 mine["contended"] += lock["contended"]
                 mine["wait_total_us"] += lock["wait_total_us"]
+            out._add_c2c(prof, p["work"])
+        out.c2c_lines = merge_lines(out.c2c_lines)  # cut once all trials are in, not trial by trial
         return out if out.work > 0 and out.stacks else None
+
+    def _add_c2c(self, prof: dict[str, Any], work: float) -> None:
+        """A trial's c2c added to the others': totals, and its lines merged by address with theirs."""
+        self.c2c_absent = prof.get("c2c_absent", self.c2c_absent)
+        report = prof.get("c2c")
+        if report is None:
+            return
+        self.c2c_hitm += report.get("totals", {}).get("hitm", 0)
+        self.c2c_loads += report.get("totals", {}).get("loads", 0)
+        self.c2c_work += work
+        self.c2c_lines = merge_lines([*self.c2c_lines, *report.get("lines", [])], keep=None)
+
+    def hitm_per_unit(self) -> float | None:
+        """perf c2c's sampled HITM loads per unit of work, or None where c2c was not recorded."""
+        return self.c2c_hitm / self.c2c_work if self.c2c_work > 0 else None
 
     def us_per_unit(self, samples: float) -> float:
         return samples * self.period_ns / 1e3 / self.work
@@ -92,6 +116,31 @@ class Profile:
         if self.pmu.get("cycles") and "instructions" in self.pmu:
             out["ipc"] = self.pmu["instructions"] / self.pmu["cycles"]
         return out
+
+
+def merge_lines(lines: list[dict[str, Any]], keep: int | None = C2C_LINES) -> list[dict[str, Any]]:
+    """Cache lines of several reports added up by address (their counts, and their code rows by offset,
+    symbol and source), most HITMs first; with keep, the first keep lines and C2C_CODE rows of each."""
+    merged: dict[str, dict[str, Any]] = {}
+    for line in lines:
+        mine = merged.setdefault(line["address"], {"address": line["address"], "hitm": 0, "hitm_local": 0,
+                                                   "hitm_remote": 0, "stores": 0, "code": []})
+        for k in ("hitm", "hitm_local", "hitm_remote", "stores"):
+            mine[k] += line.get(k) or 0
+        mine["code"] = _merge_code([*mine["code"], *line.get("code", [])], None if keep is None else C2C_CODE)
+    return sorted(merged.values(), key=lambda line: line["hitm"], reverse=True)[:keep]
+
+
+def _merge_code(rows: list[dict[str, Any]], keep: int | None) -> list[dict[str, Any]]:
+    merged: dict[tuple, dict[str, Any]] = {}
+    for row in rows:
+        key = (row.get("offset"), row.get("symbol"), row.get("source"))
+        mine = merged.setdefault(key, {"offset": row.get("offset"), "symbol": row.get("symbol"),
+                                       "dso": row.get("dso"), "source": row.get("source"), "hitm": 0,
+                                       "stores": 0, "records": 0})
+        for k in ("hitm", "stores", "records"):
+            mine[k] += row.get(k) or 0
+    return sorted(merged.values(), key=lambda r: (r["hitm"], r["records"]), reverse=True)[:keep]
 
 
 @dataclass(frozen=True)

@@ -37,10 +37,16 @@ def _profiles(group: list[analysis.Series], found: dict, files: Path, stem: str)
         if not by_cores:
             continue
         low, high = min(by_cores), max(by_cores)
+        # Shared cache lines at the most cores, or why they were not sampled: absent is never shown as none.
+        shared: dict[str, Any] = (
+            {"c2c": rows.c2c_table(s.name, s.variant, s.unit, high, by_cores[high])}
+            if by_cores[high].hitm_per_unit() is not None else
+            {"c2c_absent": by_cores[high].c2c_absent or "not recorded (profiled before mosbench ran perf c2c)"})
         if low == high:
-            out.append({"variant": s.variant, "note": f"profiled at {low} cores only: nothing to set it against"})
+            out.append({"variant": s.variant, "note": f"profiled at {low} cores only: nothing to set it against",
+                        **shared})
             continue
-        entry: dict[str, Any] = {"variant": s.variant, "table": rows.profile_table(
+        entry: dict[str, Any] = {"variant": s.variant, **shared, "table": rows.profile_table(
             s.name, s.variant, s.unit, low, high, by_cores[low], by_cores[high]), "locks": rows.lock_table(
             s.name, s.variant, s.unit, low, high, by_cores[low], by_cores[high])}
         if graph := flamegraph.svg(by_cores[low], by_cores[high], low, high, s.unit):

@@ -381,3 +381,32 @@ def lock_table(name: str, variant: str, unit: str, low_cores: int, high_cores: i
     if not high.locks and high.locks_absent:
         t.add(["(not traced)", "", "–", "–", "–", high.locks_absent])
     return t
+
+
+def c2c_table(name: str, variant: str, unit: str, cores: int, prof) -> TableModel:
+    """The cache lines most often found modified in another core's cache (perf c2c's HITM samples) at
+    `cores`: each line's share of the HITMs and HITMs per 1k units of work, then the code that touched
+    it (offset in the line, symbol, source:line)."""
+    t = TableModel(f"{name} {variant}: shared cache lines at {cores} cores (perf c2c samples; HITM: a load "
+                   f"that found the line modified in another core's cache)",
+                   [Column("cache line", left=True), Column("offset", left=True), Column("HITM share"),
+                    Column(f"HITM per 1k {unit}s"), Column("stores"), Column("touched by", left=True, wraps=True),
+                    Column("source:line", left=True, wraps=True, wide=True)])
+    per_unit = prof.hitm_per_unit()
+    if per_unit is None:
+        t.add(["(not measured)", "", "–", "–", "–", prof.c2c_absent or "not recorded", ""])
+        return t
+    loads = f"{prof.c2c_hitm / prof.c2c_loads:.1%} of the sampled loads" if prof.c2c_loads else "no sampled loads"
+    t.add(["[every line]", "", "100%" if prof.c2c_hitm else "–", f"{per_unit * 1e3:.3g}", "",
+           f"{prof.c2c_hitm:.0f} HITM samples: {loads}", ""])
+    t.breaks.add(0)
+    for line in prof.c2c_lines:
+        share = line["hitm"] / prof.c2c_hitm if prof.c2c_hitm else None
+        t.add([line["address"], "", _share(share), f"{line['hitm'] / prof.c2c_work * 1e3:.3g}", str(line["stores"]),
+               "", ""], cell_styles={2: "poor"} if share is not None and share >= 0.25 else {})
+        for code in line["code"]:
+            touched = f"{code['symbol']} ({code['dso']})" if code.get("dso") else str(code["symbol"])
+            t.add(["", code["offset"] or "", _share(code["hitm"] / prof.c2c_hitm if prof.c2c_hitm else None),
+                   f"{code['hitm'] / prof.c2c_work * 1e3:.3g}", str(code["stores"]), touched, code["source"] or "–"])
+        t.breaks.add(len(t.rows) - 1)
+    return t

@@ -11,7 +11,8 @@ so a run is analysed again from the store alone, without perf or the machine.
 Normalised by the window's work, a stack's samples become CPU µs per unit of work: one core and N
 cores compare directly, and what grew from one to the other is where the per-core loss went.
 Hardware counters (cycles, instructions, cache misses) are read beside the samples where the
-machine has a PMU; where it has none they are recorded as absent with the reason, never as zero.
+machine has a PMU, and `perf c2c` samples the cache lines that moved between cores (run/c2c.py); where
+it has none they are recorded as absent with the reason, never as zero.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from mosbench.analysis.profiles import KERNEL
 from mosbench.launch.perfctl import PerfControl
 from mosbench.launch.processes import Launcher
 from mosbench.machine.isolation import Group
+from mosbench.run import c2c
 
 EVENT = "cpu-clock"
 FREQUENCY = 499  # Hz a CPU (997 cost a 250 ns system call 6%); prime, so it never runs in step with a timer
@@ -237,6 +239,7 @@ class Recorder:
         self.launcher = launcher
         self.group = group  # the run's group, not the point's: perf's own work is never charged to the point
         self.failed: str | None = None
+        self.c2c_failed: str | None = None
         self._warmup_work: float | None = None
         self.locks_work = 0.0  # the warm-up's work, over which the locks were traced
         self.data = workdir / "perf.data"
@@ -266,6 +269,16 @@ class Recorder:
                                         workdir, "perf-pmu")
             except OSError as e:
                 self.pmu_absent = str(e)
+        self.c2c_data = workdir / "perf-c2c.data"
+        self.c2c: PerfControl | None = None
+        self.c2c_absent = c2c.unavailable()
+        if not self.c2c_absent:
+            try:
+                # perf c2c record hands the options it does not know (-C, -o, -D, --control) to perf record.
+                self.c2c = PerfControl(launcher, group, ["perf", "c2c", "record", *RECORD_OPTIONS, "-C", cpus_arg,
+                                                         "-o", str(self.c2c_data)], workdir, "perf-c2c")
+            except OSError as e:
+                self.c2c_absent = f"perf c2c record did not start: {e}"
 
     def _switch(self, perf: PerfControl | None, word: str) -> None:
         """A perf that stops answering loses the profile, never the point's measurement."""
@@ -274,6 +287,14 @@ class Recorder:
                 getattr(perf, word)()
             except OSError as e:
                 self.failed = str(e)
+
+    def _switch_c2c(self, word: str) -> None:
+        """A perf c2c that stops answering loses the shared-line part only, never the profile."""
+        if self.c2c is not None and self.c2c_failed is None:
+            try:
+                getattr(self.c2c, word)()
+            except OSError as e:
+                self.c2c_failed = f"perf c2c record did not {word}: {e}"
 
     def warmup_begins(self, work: float) -> None:
         """Kernel locks are traced over the warm-up, never the window: every contention the
@@ -301,10 +322,12 @@ class Recorder:
             self.lock.close()
         self._switch(self.record, "enable")
         self._switch(self.stat, "enable")
+        self._switch_c2c("enable")
 
     def window_ends(self) -> None:
         self._switch(self.record, "disable")
         self._switch(self.stat, "disable")
+        self._switch_c2c("disable")
 
     def finish(self, window_s: float) -> dict[str, Any]:
         """Ends perf and folds what it sampled over the window, and the locks it traced over the
@@ -326,6 +349,7 @@ class Recorder:
         else:
             profile["pmu_absent"] = self.pmu_absent
         profile.update(self._locks())
+        profile.update(self._c2c())
         return profile
 
     def _locks(self) -> dict[str, Any]:
@@ -347,8 +371,26 @@ class Recorder:
         return {"locks": parse_locks(report),
                 "locks_work": self.locks_work}
 
+    def _c2c(self) -> dict[str, Any]:
+        """The window's shared cache lines, or why there are none: a failure here loses this part only."""
+        if self.c2c is None:
+            return {"c2c_absent": self.c2c_absent}
+        if self.c2c_failed:
+            return {"c2c_absent": self.c2c_failed}
+        try:
+            status = self.launcher.run("perf-c2c-report", ["perf", "c2c", "report", "-i", str(self.c2c_data),
+                                                           "--stdio", "--full-symbols"], self.group, timeout=600)
+            out = self.launcher.logdir / "perf-c2c-report.out"
+            if status != 0:
+                return {"c2c_absent": f"perf c2c report failed: {self.launcher.last_error('perf-c2c-report')}"}
+            report = c2c.parse_report(out.read_text(errors="replace"))
+            out.unlink(missing_ok=True)  # parsed now; it can be large
+        except (OSError, subprocess.SubprocessError) as e:
+            return {"c2c_absent": f"perf c2c report failed: {e}"}
+        return {"c2c": report}
+
     def abandon(self) -> None:
-        for p in (self.record, self.lock, self.stat):
+        for p in (self.record, self.lock, self.stat, self.c2c):
             if p is not None:
                 with contextlib.suppress(Exception):
                     p.close()
