@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Checks mosbench-commute: that every --list line has the five fields the harness parses (name, VERDICT,
+# MODE, STATE, WHY), then runs every situation briefly in its own mode and checks that each task counted,
+# that the run ended cleanly and left no scratch directory, and that no sanitizer spoke:
+#   PLAIN        side=2 (pairs) for 1 s on every CPU this process may use, side=0 and side=1 (the alone
+#                rates) for 0.3 s on one;
+#   TSAN, ASAN   side=2 for 0.6 s on every CPU.
+# Runs go as the harness's do (--counters FILE --timeout S), not through the standalone sampler, whose
+# window is whole seconds: 67 situations five times at a second each would take six minutes on 2 CPUs;
+# this way the whole script takes about three and a half.
+# The counter file's layout is micro/driver.c's struct micro_header (MICRO_VERSION 1).
+#   usage: commute/selftest.sh PLAIN [TSAN [ASAN]]
+set -uo pipefail
+if (($# < 1 || $# > 3)); then
+    echo "usage: $0 PLAIN [TSAN [ASAN]]" >&2
+    exit 2
+fi
+plain=$1 tsan=${2:-} asan=${3:-}
+pair_s=${COMMUTE_SELFTEST_PAIR_SECONDS:-1}
+alone_s=${COMMUTE_SELFTEST_ALONE_SECONDS:-0.3}
+# The sanitizers' start (and TSan's slower calls) come out of the same timeout, which starts before the tasks do.
+san_s=${COMMUTE_SELFTEST_SAN_SECONDS:-0.6}
+cpus=$(python3 -c 'import os; print(",".join(map(str, sorted(os.sched_getaffinity(0)))))')
+one_cpu=${cpus%%,*}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+
+calls=" open link unlink rename stat fstat lseek close pipe read write pread pwrite mmap munmap mprotect memread memwrite "
+index_of() { # the call's place in COMMUTER's order
+    local before=${calls%% $1 *}
+    wc -w <<<"$before"
+}
+
+check_list() {
+    local bin=$1 line name verdict mode state why extra a b ok
+    local n=0 conflicts=0
+    while IFS= read -r line; do
+        n=$((n + 1))
+        IFS=$'\t' read -r name verdict mode state why extra <<<"$line"
+        a=${name%%-*} b=${name#*-} b=${b%%/*}
+        ok=1
+        [[ $(tr -cd '\t' <<<"$line" | wc -c) -eq 4 && -z $extra && -n $state && -n $why ]] || ok=0
+        [[ $verdict == commutes || $verdict == conflicts ]] || ok=0
+        [[ $mode == threads || $mode == procs ]] || ok=0
+        [[ $name =~ ^[a-z]+-[a-z]+/[a-z0-9-]+$ && $calls == *" $a "* && $calls == *" $b "* ]] || ok=0
+        ((ok)) && (($(index_of "$a") <= $(index_of "$b"))) || ok=0
+        [[ $verdict == conflicts ]] && conflicts=$((conflicts + 1))
+        if ((ok)); then
+            pass=$((pass + 1))
+        else
+            fail=$((fail + 1))
+            echo "FAIL --list line: $line"
+        fi
+    done < <("$bin" --list)
+    echo "$(basename "$bin") --list: $n situations, $conflicts of them conflicts"
+}
+
+# The run's end state, task count and per-task counts from the counter file: "STATE N C0,C1,...".
+read_counters() {
+    local version n stride offset state
+    read -r version n stride offset state < <(od -An -v -t u4 -w20 -j 8 -N 20 "$1") || return 1
+    [[ $(head -c 8 "$1") == MOSMICR1 && $version == 1 ]] || return 1
+    echo "$state $n $(od -An -v -t u8 -j "$offset" -w"$stride" "$1" | head -n "$n" | awk '{print $1}' | paste -sd,)"
+}
+
+# run BIN TEST MODE CPUS SIDE SECONDS
+run() {
+    local bin=$1 test=$2 mode=$3 list=$4 side=$5 secs=$6
+    local want out rc state n per_task left
+    want=$(tr ',' '\n' <<<"$list" | grep -c .)
+    rm -f "$tmp/counters"
+    out=$("$bin" --test "$test" --mode "$mode" --cpus "$list" --param side="$side" --workdir "$tmp" \
+        --counters "$tmp/counters" --timeout "$secs" 2>&1)
+    rc=$?
+    read -r state n per_task < <(read_counters "$tmp/counters" 2>/dev/null || echo "- 0 -")
+    left=$(find "$tmp" -mindepth 1 -maxdepth 1 ! -name counters | head -3)
+    # 3 is STATE_STOPPED: the run ended by its timeout, not by a failure.
+    if [[ $rc -eq 0 && $state == 3 && $n -eq $want && -z $left ]] &&
+        ! tr ',' '\n' <<<"$per_task" | grep -qx 0 &&
+        ! grep -q 'WARNING: ThreadSanitizer\|ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error\|DEADLYSIGNAL' <<<"$out"; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        echo "FAIL $(basename "$(dirname "$bin")")/$(basename "$bin") $test mode=$mode cpus=$list side=$side" \
+            "(rc=$rc state=$state counts=$per_task${left:+ left behind: $left})"
+        sed 's/^/    /' <<<"$out" | head -30
+        find "$tmp" -mindepth 1 -maxdepth 1 ! -name counters -exec rm -rf {} +
+    fi
+}
+
+check_list "$plain"
+while IFS=$'\t' read -r test verdict mode _; do
+    run "$plain" "$test" "$mode" "$cpus" 2 "$pair_s"
+    run "$plain" "$test" "$mode" "$one_cpu" 0 "$alone_s"
+    run "$plain" "$test" "$mode" "$one_cpu" 1 "$alone_s"
+    for san in "$tsan" "$asan"; do
+        [[ -n $san ]] && run "$san" "$test" "$mode" "$cpus" 2 "$san_s"
+    done
+done < <("$plain" --list)
+echo "$(basename "$plain") selftest (cpus $cpus): $pass passed, $fail failed"
+((fail == 0))
