@@ -5,7 +5,7 @@ MOSBENCH := .venv/bin/mosbench
 QUICK_TESTS := getppid1 page_fault1 mmap1 open1 context_switch1 dup1
 QUICK   := $(addprefix micro/,$(QUICK_TESTS))
 
-.PHONY: bench test test-manycore deps native lint bench-overhead bench-libscale bench-syscalls bench-profile bench-harness-scale clean
+.PHONY: bench test test-manycore deps native lint bench-overhead bench-libscale bench-commute bench-syscalls bench-profile bench-harness-scale clean
 deps:
 	bash scripts/install-deps
 
@@ -20,10 +20,12 @@ native: deps
 # trials each, 1.5 s windows (about 9 minutes on 2 CPUs, the first
 # time a little more while PostgreSQL's table is loaded and cached; the point count grows with the
 # machine's series).
+# Two commutativity situations (two opens in one process, which POSIX's lowest-descriptor rule makes not
+# commute; mmap and munmap of disjoint ranges, which commute) stand for `make bench-commute`'s 67.
 # Exim is not installed where another mail server is (scripts/install-deps says so): the suite goes on without it.
 # Asked when the recipe runs, not when make reads this file: `deps` may have just installed it.
 bench: native
-	$(MOSBENCH) run $(QUICK) scale metis/invindex psearchy gmake memcached apache/close \
+	$(MOSBENCH) run $(QUICK) scale commute/open-open/diffname-threads commute/mmap-munmap/disjoint-ranges metis/invindex psearchy gmake memcached apache/close \
 		$$(test -x /usr/sbin/exim4 && echo exim) postgres/read-only \
 		-p psearchy.subdir=arch -p gmake.targets=security/keys/ --profile micro/dup1 \
 		--cores 1..max --trials 2 --warmup 0.5 --duration 1.5 --label quick
@@ -44,6 +46,13 @@ bench-profile: native
 # libscale's stock and scalable forms side by side: per-core throughput at max cores over 1 core.
 bench-libscale: native
 	$(PY) benchmarks/libscale_ratios.py
+
+# The scalable commutativity rule on this kernel: every situation of COMMUTER's 18 calls, each call alone on
+# one core, then the two side by side on two (about 8 minutes on 2 CPUs; add --profile commute for what grew,
+# at twice the time); the report's matrix (docs/WORKLOADS.md, commute).
+bench-commute: native
+	$(MOSBENCH) run commute --cores 1,2 --trials 2 --warmup 0.3 --duration 0.7 --label commute
+	$(MOSBENCH) report latest -o report/commute.html
 
 # The harness's own cost as runs grow: show, report and compare over 500..5,000 stored points of a 256-CPU
 # machine (20% profiled), with peak memory and how each grows (about 10 minutes; SIZES=500,5000 ROUNDS=1 is quicker).

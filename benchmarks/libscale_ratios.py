@@ -4,7 +4,8 @@ Every form of every structure runs on 1 CPU and on all CPUs, round after round w
 interleaved, so drift and noise hit them alike; the median of the rounds is reported. The lock forms
 also race our ticket and MCS locks against Concurrency Kit's. Each line reads: form, 1-core rate,
 max-cores rate per core, and their ratio (1.0 = perfect scaling).
-Environment: ROUNDS (default 3), DURATION seconds per measurement (default 2), WARMUP (default 1).
+Environment: ROUNDS (default 3), DURATION seconds per measurement (default 2), WARMUP (default 1), ONLY (a
+regular expression: the structure/form names to run, e.g. ONLY='^(tree|ranges|samerange)/').
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ def rate(test: str, cpus: str) -> float:
 
 
 def main() -> None:
-    tests = [line.split("\t")[0] for line in
-             subprocess.run([str(BINARY), "--list"], check=True, capture_output=True, text=True).stdout.splitlines()]
+    only = re.compile(os.environ.get("ONLY", ""))
+    listed = subprocess.run([str(BINARY), "--list"], check=True, capture_output=True, text=True).stdout
+    tests = [name for line in listed.splitlines() if only.search(name := line.split("\t")[0])]
     cpus = sorted(os.sched_getaffinity(0))
     everything = ",".join(map(str, cpus))
     one: dict[str, list[float]] = {t: [] for t in tests}

@@ -53,7 +53,8 @@ CI_SUITE = (
 )
 
 # Every workload at every core count of the default series, both isolations, both placements.
-FULL_WORKLOADS = ("micro/getppid1", "micro/open1", "micro/page_fault1", "scale", "metis/invindex", "psearchy",
+FULL_WORKLOADS = ("micro/getppid1", "micro/open1", "micro/page_fault1", "scale", "commute/open-open",
+                  "commute/mmap-munmap", "metis/invindex", "psearchy",
                   "gmake", "memcached", "apache", "exim", "postgres")
 FULL_PARAMS = ("-p", "psearchy.subdir=security", "-p", "gmake.targets=security/keys/", "-p", "metis.size_mb=64",
                "-p", "postgres.rows=200000")
