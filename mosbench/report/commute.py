@@ -96,13 +96,28 @@ def not_scaling_table(series: list[Series], found: list[commute.PairResult],
     kernel functions whose time per operation grew from alone to side by side (where profiled)."""
     t = TableModel("Commutative pairs that do not scale on this kernel, the worst first",
                    [Column("situation", left=True), Column("cores"), Column("worst side kept"),
-                    Column("grew (µs/op, alone → beside)", left=True, wraps=True)])
+                    Column("grew (µs/op, alone → beside)", left=True, wraps=True),
+                    Column("shared lines (perf c2c)", left=True, wraps=True)])
     for r in commute.not_scaling(found):
         grew = commute.pair_growth(r, profiles, commute.pair_work(series, r))
         text = "; ".join(f"{g.function} {g.low_us:.2f}→{g.high_us:.2f}" for g in grew) if grew else (
             "not profiled (run with --profile commute)")
-        t.add([r.test, str(r.cores), _ratio(r.worst), text], cell_styles={2: grade(r.worst or 0.0)})
+        t.add([r.test, str(r.cores), _ratio(r.worst), text,
+               _shared_lines(profiles.get((commute.WORKLOAD, r.test, "pair"), {}).get(r.cores))],
+              cell_styles={2: grade(r.worst or 0.0)})
     return t
+
+
+def _shared_lines(prof: Profile | None) -> str:
+    """HITM samples per operation and the code touching the hottest line; or why there are none."""
+    if prof is None:
+        return "not profiled"
+    per_unit = prof.hitm_per_unit()
+    if per_unit is None:
+        return f"absent: {prof.c2c_absent or 'not recorded'}"
+    hottest = prof.c2c_lines[0] if prof.c2c_lines else None
+    code = ", ".join(str(c["symbol"]) for c in hottest["code"][:3]) if hottest and hottest.get("code") else ""
+    return f"{per_unit:.3g} HITM/op" + (f"; hottest line {hottest['address']}: {code}" if hottest else "")
 
 
 def changes_table(base_label: str, other_label: str, changes: list[commute.Change]) -> TableModel:
