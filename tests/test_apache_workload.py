@@ -71,3 +71,32 @@ def test_missing_package_is_one_clear_line(monkeypatch):
     monkeypatch.setattr(apache, "APACHE", Path("/nonexistent/apache2"))
     with pytest.raises(UserError, match=r"apache2 is not installed \(Debian: apt-get install apache2\)"):
         apache.Apache().check_available()
+
+
+@servers
+def test_the_file_set_searches_its_load_and_counts_kilobytes_sent(tmp_path, monkeypatch):
+    (p,) = run_points(tmp_path, monkeypatch, "apache", "files", variants=("per-core",), dirs=1, connections=2,
+                      qos_step_s=0.3)
+    assert p["status"] == "ok", p.get("reason")
+    m = p["metrics"]
+    # Every body checked against its file's size; the work is the bodies' bytes, in kilobytes.
+    assert m["client_errors"] == 0 and m["client_lost"] == 0 and m["client_done"] > 10
+    assert p["work"] == pytest.approx(m["client_bytes"] / 1000, rel=0.05)
+    assert 1e5 <= m["mean_response_bytes"] <= 3.8e7  # between the set's smallest and largest file
+    assert [s["connections"] for s in m["qos_steps"]] == [1, 2] and m["qos_connections"] == 2
+    assert all(s["good_share"] == 1.0 and s["kilobytes_per_s"] > 0 for s in m["qos_steps"])
+    assert m["good_share"] == 1.0 and m["context_switches"] > 0
+
+
+@servers
+def test_the_baseline_offers_a_tenth_to_all_of_the_maximum_at_one_core_only(tmp_path, monkeypatch):
+    points = run_points(tmp_path, monkeypatch, "apache", "baseline", variants=("per-core",), cores=[1, 2], dirs=1,
+                        connections=2, qos_step_s=0.2)
+    assert [p["cores"] for p in points] == [1]
+    (p,) = points
+    assert p["status"] == "ok", p.get("reason")
+    m = p["metrics"]
+    top = m["baseline_max"]["requests_per_s"]
+    assert [s["rate"] for s in m["baseline"]] == pytest.approx([top * k / 10 for k in range(1, 11)])
+    light = m["baseline"][0]
+    assert light["schedule_kept"] == pytest.approx(1.0, abs=0.1) and light["server_us_per_kilobyte"] > 0

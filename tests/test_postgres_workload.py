@@ -68,9 +68,14 @@ def test_pgbench_summary_and_transaction_logs_are_read(tmp_path):
         postgres.summary_counts("pgbench: error: connection to server failed\n")
     (tmp_path / "txn.123").write_text("0 1 12448 0 1795430923 260293\n0 2 10803 0 1795430923 271107\n")
     (tmp_path / "txn.123.1").write_text("1 1 9994 0 1795430924 5\n")
-    ends, latencies = postgres.read_transaction_logs(tmp_path)
+    ends, latencies, lags = postgres.read_transaction_logs(tmp_path)
     assert sorted(ends.tolist()) == pytest.approx([1795430923.260293, 1795430923.271107, 1795430924.000005])
     assert sorted(latencies.tolist()) == [9994, 10803, 12448]
+    assert lags.tolist() == [0, 0, 0]
+    # Under -R pgbench adds each transaction's schedule lag (µs) as a seventh field.
+    (tmp_path / "txn.123.1").write_text("1 1 9994 0 1795430924 5 1500\n")
+    _, _, lags = postgres.read_transaction_logs(tmp_path)
+    assert sorted(lags.tolist()) == [0, 0, 1500]
 
 
 def test_a_transaction_straddling_an_end_counts_for_the_part_inside():

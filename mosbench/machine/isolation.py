@@ -102,6 +102,10 @@ class Group:
         """(user, system) seconds used by the whole group so far, when the kernel keeps it."""
         return None
 
+    def threads(self) -> list[int] | None:
+        """Every thread in the group now; None where there is no group to list."""
+        return None
+
     def kill_all(self) -> None:
         """Kills what is left of the group; the affinity form has no group to search."""
 
@@ -140,6 +144,13 @@ class CgroupGroup(Group):
             hz = os.sysconf("SC_CLK_TCK")
             return int(stat["user"]) / hz, int(stat["system"]) / hz
         except (OSError, KeyError, ValueError):
+            return None
+
+    def threads(self) -> list[int] | None:
+        listing = self.dirs[0] / ("cgroup.threads" if self.layout.version == 2 else "tasks")
+        try:
+            return [int(t) for t in listing.read_text().split()]
+        except (OSError, ValueError):
             return None
 
     def kill_all(self) -> None:

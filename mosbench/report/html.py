@@ -20,7 +20,7 @@ from markupsafe import Markup
 from mosbench.analysis import cells as analysis
 from mosbench.analysis import commute, compare, profiles, scaling, verdict
 from mosbench.report import commute as commute_report
-from mosbench.report import flamegraph, plots, rows
+from mosbench.report import flamegraph, plots, rows, webmethod
 from mosbench.store import db as store
 
 ENV_KEYS = ("hostname", "kernel", "kernel_version", "kernel_cmdline", "arch", "cpu_model", "topology_summary",
@@ -152,6 +152,7 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
     commute_changes = [commute_report.changes_table(labels[0], label, changes) for label, run_series in zip(
         labels[1:], per_run[1:], strict=True) if (changes := commute.changed(
             commute.results(per_run[0]), commute.results(run_series)))] if several else []
+    web_method = webmethod.section(curves, files)
     summary_fig = plots.summary_figure(curves)
     summary_svg = Markup(plots.save(summary_fig, files, "summary")) if summary_fig else None
 
@@ -172,6 +173,7 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
         interference_banner=rows.interference_banner(series),
         verdict_table=rows.verdict_table(verdict.judge_all(curves, found_profiles)), sections=sections,
         commute_sections=commute_sections, commute_changes=commute_changes, scales_at=commute.SCALES_AT,
+        web_method=web_method,
         failures=failures,
         comparison=rows.comparison_tables(compare.compare_runs(runs, per_run, labels))
         if several else None,

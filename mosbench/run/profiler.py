@@ -45,7 +45,10 @@ JOB_SECONDS = 60.0  # a job's length for its sampling frequency (its window is n
 RECORD_OPTIONS = ("--no-bpf-event",)
 MAX_STACKS = 4000  # distinct stacks kept per point (most samples first); the rest fold into "[other]"
 MAX_DEPTH = 128
-PMU_EVENTS = ("cycles", "instructions", "cache-misses")
+# The last-level cache and data TLB misses are Veal & Foong's Figure 13 (their L2 was the last level); perf's
+# generic names, which a PMU may lack one by one: those are left out, never counted as zero.
+PMU_EVENTS = ("cycles", "instructions", "cache-misses", "LLC-load-misses", "dTLB-load-misses")
+PMU_REQUIRED = ("cycles", "instructions")
 HEADER = re.compile(r"^(\S.*?)\s+(\d+)\s+(\d+)\s*$")  # comm, pid, period (perf script -F comm,pid,period,…)
 MAX_LOCKS = 20
 # perf lock contention's rows: "contended  total wait  max wait  avg wait  type  caller", waits with units.
@@ -93,13 +96,28 @@ def pmu_unavailable() -> str | None:
     """Why hardware counters cannot be read here (a VM without a virtual PMU), or None."""
     if not shutil.which("perf"):
         return "perf is not installed"
+    missing = _missing_events()
+    required = [e for e in missing if e in PMU_REQUIRED]
+    if missing is None or required:
+        return f"no hardware counters ({', '.join(required or ['perf stat failed'])} not supported: no PMU here)"
+    return None
+
+
+@functools.cache
+def _missing_events() -> list[str] | None:
+    """The PMU events perf cannot count here; None when perf stat itself failed."""
     probe = subprocess.run(["perf", "stat", "-x,", "-e", ",".join(PMU_EVENTS), "-a", "--", "true"],
                            capture_output=True, text=True, timeout=60)
-    missing = [f.split(",")[2] for f in probe.stderr.splitlines()
-               if f.count(",") >= 2 and f.split(",")[0].startswith("<not")]
-    if probe.returncode != 0 or missing:
-        return f"no hardware counters ({', '.join(missing) or 'perf stat failed'} not supported: no PMU here)"
-    return None
+    if probe.returncode != 0:
+        return None
+    return [f.split(",")[2] for f in probe.stderr.splitlines()
+            if f.count(",") >= 2 and f.split(",")[0].startswith("<not")]
+
+
+def pmu_events() -> tuple[str, ...]:
+    """The PMU events counted with a profile: those this machine's PMU has."""
+    missing = _missing_events() or []
+    return tuple(e for e in PMU_EVENTS if e not in missing)
 
 
 USER_BRACKETED = ("[unknown]", "[vdso]", "[vsyscall]", "[heap]", "[stack]", "[anon]")
@@ -113,7 +131,7 @@ def frequency_for(cpus: int, window_s: float) -> int:
 def describe() -> dict[str, Any]:
     """How a run's profiles were taken, for its environment."""
     return {"event": EVENT, "frequency_hz": FREQUENCY, "call_graph": "fp", "perf": _perf_version(),
-            "hardware_counters": pmu_unavailable() or ", ".join(PMU_EVENTS)}
+            "hardware_counters": pmu_unavailable() or ", ".join(pmu_events())}
 
 
 def _perf_version() -> str | None:
@@ -264,7 +282,7 @@ class Recorder:
         self.pmu_absent = pmu_unavailable()
         if not self.pmu_absent:
             try:
-                self.stat = PerfControl(launcher, group, ["perf", "stat", "-x,", "-e", ",".join(PMU_EVENTS),
+                self.stat = PerfControl(launcher, group, ["perf", "stat", "-x,", "-e", ",".join(pmu_events()),
                                                           "-C", cpus_arg, "-o", str(self.pmu_out)],
                                         workdir, "perf-pmu")
             except OSError as e:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from mosbench.errors import PointFailed
-from mosbench.machine import accounting, interference
+from mosbench.machine import accounting, interference, schedstat
 from mosbench.machine.interference import Interference
 from mosbench.machine.isolation import Group
 from mosbench.run import profiler
@@ -59,6 +59,10 @@ class Measured:
     per_task_max: float | None = None
     interference: Interference | None = None
     sampled_work: float | None = None  # where a client's exact count replaced the sampled one
+    # The point's own threads (its work group): context switches and CPU migrations in the window.
+    sched: schedstat.ThreadCounts | None = None
+    # Load imbalance (Veal & Foong's Table 4): the busiest measured CPU's utilization less the idlest's.
+    busy_spread: float | None = None
 
     def counted_exactly(self, exact: float | None) -> Measured:
         """The client's exact window count in place of the sampled one, which stays beside it."""
@@ -85,6 +89,12 @@ class Measured:
             out["interference"] = self.interference.as_metrics()
         if self.sampled_work is not None:
             out["sampled_work"] = self.sampled_work
+        if self.sched is not None:
+            out.update(context_switches=self.sched.switches, migrations=self.sched.migrations,
+                       context_switches_per_unit=round(self.sched.switches / self.work, 6),
+                       migrations_per_unit=round(self.sched.migrations / self.work, 6))
+        if self.busy_spread is not None:
+            out["busy_spread"] = round(self.busy_spread, 4)
         return out
 
 
@@ -167,16 +177,20 @@ def measure(inst: Instance, kind: str, win: Window, groups: WindowGroups, cpus: 
         raise PointFailed("no work was done during the measurement window")
     u = accounting.usage(ends.stat, end.stat, cpus)
     window = t1 - t0
+    busy = accounting.busy_by_cpu(ends.stat, end.stat)
+    measured_busy = [busy.get(str(c), 0.0) / window for c in cpus]  # a CPU left out did nothing
     cg_user, cg_system = _delta(ends.work, end.work)
     lg_user, lg_system = _delta(ends.load, end.load)
     per_task = ([(a - b) / window for a, b in zip(s1.per_task, s0.per_task, strict=False)]
                 if s1.per_task and s0.per_task else None)
     return Measured(
         window_s=window, work=work, throughput=work / window, user_s=u.user, system_s=u.system, idle_s=u.idle,
-        steal_s=u.steal, samples=samples, cpu_busy_s=accounting.busy_by_cpu(ends.stat, end.stat),
+        steal_s=u.steal, samples=samples, cpu_busy_s=busy,
         cgroup_user_s=cg_user, cgroup_system_s=cg_system, loadgen_user_s=lg_user, loadgen_system_s=lg_system,
         per_task_min=min(per_task) if per_task else None, per_task_max=max(per_task) if per_task else None,
         interference=_interference(ends, end, groups, cpus, window),
+        sched=schedstat.window(ends.sched, end.sched) if ends.sched is not None and end.sched is not None else None,
+        busy_spread=max(measured_busy) - min(measured_busy) if len(measured_busy) > 1 else None,
     )
 
 
@@ -190,6 +204,7 @@ class _Ends:
     load: tuple[float, float] | None
     harness: float
     kernel_threads: dict[int, interference.KernelThread]
+    sched: dict[int, schedstat.ThreadCounts] | None
 
     @classmethod
     def read(cls, groups: WindowGroups) -> _Ends:
@@ -197,7 +212,7 @@ class _Ends:
         return cls(accounting.read_proc_stat(), groups.work.cpu_seconds(),
                    groups.load.cpu_seconds() if groups.load else None,
                    interference.harness_seconds() + (sum(harness_group) if harness_group else 0.0),
-                   interference.kernel_threads())
+                   interference.kernel_threads(), schedstat.read(tids) if (tids := groups.work.threads()) else None)
 
 
 def _interference(a: _Ends, b: _Ends, groups: WindowGroups, cpus: tuple[int, ...],

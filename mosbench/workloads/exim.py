@@ -309,9 +309,11 @@ class Exim(ServerWorkload):
 
     def point_notes(self, metrics: dict[str, Any]) -> list[PointNote]:
         """A daemon that accepts mail faster than it delivers it: a throughput it could not keep."""
-        if not metrics.get("deliveries_lag"):
-            return []
-        return [PointNote("queue grew", f"DELIVERIES LAG (the queue grew by {metrics['queue_growth']} in the window)")]
+        notes = super().point_notes(metrics)
+        if metrics.get("deliveries_lag"):
+            notes.append(PointNote("queue grew",
+                                   f"DELIVERIES LAG (the queue grew by {metrics['queue_growth']} in the window)"))
+        return notes
 
     def check_available(self) -> None:
         if not EXIM.exists():

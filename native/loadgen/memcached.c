@@ -5,7 +5,8 @@
  * gets (default 20) for a key that does not exist, then waits for every reply or for the time-out
  * (default 100 ms) after which the missing ones count as lost. Contexts are spread evenly over the
  * ports and over the threads, a thread per load-generator CPU, each serving its contexts from one
- * epoll set with sendmmsg/recvmmsg.
+ * epoll set with sendmmsg/recvmmsg. Open loop (--rate), a batch is one issue: a context whose batch is
+ * complete waits for the next batch due, and each reply's latency counts from the batch's intended time.
  *
  * The request is the paper's 68-byte frame: Ethernet, IP and UDP headers around a 22-byte payload,
  * memcached's 8-byte UDP frame header and "get <8-character key>\r\n". A miss is answered with
@@ -39,7 +40,8 @@ struct context {
 	uint16_t port;
 	uint16_t first_id;	/* request id of the batch's first request */
 	uint64_t pending;	/* bit i: request first_id + i not answered yet */
-	uint64_t sent_ns;
+	uint64_t intended_ns;	/* when the batch was due: its replies' latency counts from here */
+	uint64_t sent_ns;	/* when it went out: its time-out counts from here */
 	uint32_t batch_no;
 	char request[REQUEST_LEN];
 };
@@ -61,7 +63,7 @@ static uint16_t get_be16(const unsigned char *p)
 	return (uint16_t)(p[0] << 8 | p[1]);
 }
 
-static int send_batch(struct load_thread *t, const struct memload *m, struct context *c)
+static int send_batch(struct load_thread *t, const struct memload *m, struct context *c, uint64_t intended_ns)
 {
 	char frames[MAX_BATCH][REQUEST_LEN];
 	struct iovec iov[MAX_BATCH];
@@ -74,6 +76,7 @@ static int send_batch(struct load_thread *t, const struct memload *m, struct con
 		iov[i] = (struct iovec){ frames[i], REQUEST_LEN };
 		msgs[i] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[i], .msg_iovlen = 1 } };
 	}
+	c->intended_ns = intended_ns;
 	c->sent_ns = load_now_ns();
 	c->pending = m->batch == 64 ? ~0ull : (1ull << m->batch) - 1;
 	unsigned done = 0;
@@ -138,17 +141,25 @@ static int receive(struct load_thread *t, const struct memload *m, struct contex
 			if (offset < m->batch && (c->pending >> offset & 1)) {
 				c->pending &= ~(1ull << offset);
 				answered++;
-				load_latency(t, now - c->sent_ns);
+				load_latency(t, now - c->intended_ns);
 			} else {
 				load_count(t, LC_LATE, 1);
 			}
 		}
 		load_count(t, LC_DONE, answered);
-		if (!c->pending)
-			return send_batch(t, m, c);
+		/* Only the reply that completes the batch frees the context: one coming to a context already
+		 * idle (open loop, a batch that timed out) is late, and must not free it twice. */
+		if (answered && !c->pending)
+			return load_next(t, c);
 		if (n < RECV_BATCH)
 			return 0;
 	}
+}
+
+/* The run's issue hook: the context's next batch, due at intended_ns. */
+static int memload_issue(struct load_thread *t, void *item, uint64_t intended_ns)
+{
+	return send_batch(t, t->run->priv, item, intended_ns);
 }
 
 static int memload_event(struct load_thread *t, void *item, uint32_t events)
@@ -157,7 +168,8 @@ static int memload_event(struct load_thread *t, void *item, uint32_t events)
 	return receive(t, t->run->priv, item);
 }
 
-/* Batches whose replies did not all come back in time: the rest are lost, and a new batch goes. */
+/* Batches whose replies did not all come back in time (from when they went out, not from when they were
+ * due): the rest are lost, and the context is free for its next batch. An idle context has none pending. */
 static int memload_scan(struct load_thread *t, uint64_t now)
 {
 	const struct memload *m = t->run->priv;
@@ -165,7 +177,8 @@ static int memload_scan(struct load_thread *t, uint64_t now)
 		struct context *c = t->items[i];
 		if (c->pending && now - c->sent_ns >= m->timeout_ns) {
 			load_count(t, LC_LOST, (uint64_t)__builtin_popcountll(c->pending));
-			if (send_batch(t, m, c))
+			c->pending = 0;
+			if (load_next(t, c))
 				return -1;
 		}
 	}
@@ -174,10 +187,8 @@ static int memload_scan(struct load_thread *t, uint64_t now)
 
 static void *memload_thread(struct load_thread *t)
 {
-	const struct memload *m = t->run->priv;
-	for (unsigned i = 0; i < t->nitems; i++)
-		if (send_batch(t, m, t->items[i]))
-			return NULL;
+	if (load_start_items(t))
+		return NULL;
 	load_epoll_loop(t, memload_event, memload_scan);
 	return NULL;
 }
@@ -229,7 +240,11 @@ static int memload_option(struct load_run *r, int opt, const char *arg)
 	struct memload *m = r->priv;
 	switch (opt) {
 	case 'c': m->per_port = load_parse_number(NAME, "contexts-per-port", arg, 1, 4096); break;
-	case 'b': m->batch = load_parse_number(NAME, "batch", arg, 1, MAX_BATCH); break;
+	case 'b':
+		m->batch = load_parse_number(NAME, "batch", arg, 1, MAX_BATCH);
+		/* Here, not in prepare: load_main sets the open loop's pace from it before prepare. */
+		r->per_issue = m->batch;
+		break;
 	case 't': m->timeout_ns = load_parse_number(NAME, "timeout-ms", arg, 1, 60000) * 1000000ull; break;
 	default: return -1;
 	}
@@ -288,6 +303,7 @@ int main(int argc, char **argv)
 		.item_size = sizeof(struct context), .init_item = init_context, .open_items = open_contexts,
 		.free_item = free_context,
 		.thread_fn = memload_thread, .describe = describe,
+		.issue = memload_issue, .per_issue = m.batch, /* a batch is one issue; --batch updates it */
 	};
 	return load_main(argc, argv, &r);
 }

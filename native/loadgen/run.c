@@ -50,6 +50,57 @@ void load_count(struct load_thread *t, enum load_counter c, uint64_t n)
 		t->window[c] += n;
 }
 
+int load_next(struct load_thread *t, void *item)
+{
+	if (!t->pace_ns)
+		return t->run->issue(t, item, load_now_ns());
+	/* A ring, so the due requests go round every idle item (as many clients would) rather than keep to the
+	 * few most recently freed while the rest sit until a server's idle time-out closes them. */
+	t->idle[(t->idle_head + t->nidle++) % t->idle_cap] = item;
+	return 0;
+}
+
+int load_start_items(struct load_thread *t)
+{
+	for (unsigned i = 0; i < t->nitems; i++)
+		if (load_next(t, t->items[i]))
+			return -1;
+	return 0;
+}
+
+/*
+ * Open loop: counts the issues whose intended time has come as due, and gives each, oldest first, to
+ * the item idle longest. The nanoseconds until the next is due, UINT64_MAX when none is idle to take it (an
+ * answer wakes the thread then); *failed set after a failed issue.
+ */
+static uint64_t pace(struct load_thread *t, uint64_t now, int *failed)
+{
+	uint64_t due = now >= t->pace_start_ns ? (now - t->pace_start_ns) / t->pace_ns + 1 : 0;
+	if (due > t->counted_due) {
+		load_count(t, LC_DUE, (due - t->counted_due) * t->run->per_issue);
+		t->counted_due = due;
+	}
+	while (t->issued < due && t->nidle) {
+		void *item = t->idle[t->idle_head];
+		t->idle_head = (t->idle_head + 1) % t->idle_cap;
+		t->nidle--;
+		if (t->run->issue(t, item, t->pace_start_ns + t->issued * t->pace_ns)) {
+			*failed = 1;
+			return 0;
+		}
+		t->issued++;
+	}
+	if (t->issued < due) {
+		uint64_t lag = now - (t->pace_start_ns + t->issued * t->pace_ns);
+		if (t->in_window && lag > t->lag_max_ns)
+			t->lag_max_ns = lag;
+		return UINT64_MAX;
+	}
+	if (!t->nidle)
+		return UINT64_MAX;
+	return t->pace_start_ns + t->issued * t->pace_ns - now;
+}
+
 void load_latency(struct load_thread *t, uint64_t ns)
 {
 	if (t->in_window)
@@ -166,6 +217,13 @@ static int common_option(struct load_run *r, int opt, const char *arg)
 	case 1004: target = &r->limit_s; break;
 	case 1005: target = &r->warmup_s; break;
 	case 1006: target = &r->duration_s; break;
+	case 1009:
+		if (parse_seconds(arg, &r->rate) || !(r->rate > 0)) {
+			fprintf(stderr, "%s: --rate must be a number of requests per second above 0, not '%s'\n", r->name,
+				arg);
+			exit(2);
+		}
+		return 1;
 	default: return 0;
 	}
 	if (parse_seconds(arg, target)) {
@@ -192,9 +250,23 @@ static int prepare_threads(struct load_run *r, void *priv, size_t priv_size)
 		fprintf(stderr, "%s: out of memory\n", r->name);
 		return 1;
 	}
+	if (!r->per_issue)
+		r->per_issue = 1;
+	uint64_t pace_ns = 0;
+	if (r->rate) {
+		double ns = 1e9 * r->per_issue * r->nthreads / r->rate;
+		if (ns < 1 || ns > 60e9) {
+			fprintf(stderr, "%s: --rate %g gives each of %u threads an issue every %.3g ns: give a rate "
+				"between %.3g and %.3g\n", r->name, r->rate, r->nthreads, ns,
+				1e9 * r->per_issue * r->nthreads / 60e9, 1e9 * r->per_issue * r->nthreads);
+			return 2;
+		}
+		pace_ns = (uint64_t)ns;
+	}
 	for (unsigned i = 0; i < r->nthreads; i++) {
 		r->threads[i] = (struct load_thread){ .id = i, .cpu = r->cpus[i], .run = r, .epfd = -1,
-						      .priv = priv ? (char *)priv + i * priv_size : NULL };
+						      .priv = priv ? (char *)priv + i * priv_size : NULL,
+						      .pace_ns = pace_ns };
 		hist_init(&r->threads[i].latency);
 	}
 	return 0;
@@ -211,6 +283,8 @@ static void *thread_main(void *p)
 		load_fail(&t->run->stats, "%s: cannot pin a thread to CPU %d: %s", t->run->name, t->cpu, strerror(err));
 		return NULL;
 	}
+	if (t->pace_ns)	/* the threads' schedules interleave, so the generator's is even as a whole */
+		t->pace_start_ns = load_now_ns() + t->pace_ns * t->id / t->run->nthreads;
 	return t->run->thread_fn(t);
 }
 
@@ -235,7 +309,9 @@ static int share_items(struct load_run *r, void *items, size_t size, unsigned n)
 		struct load_thread *t = &r->threads[i];
 		t->epfd = epoll_create1(EPOLL_CLOEXEC);
 		t->items = calloc(n / r->nthreads + 1, sizeof(*t->items));
-		if (t->epfd < 0 || !t->items) {
+		t->idle_cap = n / r->nthreads + 1;
+		t->idle = calloc(t->idle_cap, sizeof(*t->idle));
+		if (t->epfd < 0 || !t->items || !t->idle) {
 			fprintf(stderr, "%s: epoll: %s\n", r->name, strerror(errno));
 			return 1;
 		}
@@ -283,7 +359,18 @@ void load_epoll_loop(struct load_thread *t, int (*on_event)(struct load_thread *
 	uint64_t next_scan = load_now_ns() + scan_ns;
 	while (!load_stopping(t->run)) {
 		load_poll_phase(t);
-		int n = epoll_wait(t->epfd, events, 256, 10);
+		/* Closed loop, answers wake the thread; open loop, so does the next due request (to the
+		 * nanosecond: a millisecond's sleep past it would be counted as the server's latency). */
+		struct timespec wait = { .tv_sec = 0, .tv_nsec = 10000000 };
+		if (t->pace_ns) {
+			int failed = 0;
+			uint64_t until = pace(t, load_now_ns(), &failed);
+			if (failed)
+				return;
+			if (until < (uint64_t)wait.tv_nsec)
+				wait.tv_nsec = (long)until;
+		}
+		int n = epoll_pwait2(t->epfd, events, 256, &wait, NULL);
 		if (n < 0 && errno != EINTR) {
 			load_fail(&t->run->stats, "%s: epoll_wait: %s", t->run->name, strerror(errno));
 			return;
@@ -309,7 +396,8 @@ void load_write_latency(FILE *f, const char *key, const struct hist *h)
 		(unsigned long long)hist_percentile(h, 0.999), (unsigned long long)h->max);
 }
 
-static void write_result(struct load_run *r, const uint64_t *window, const struct hist *lat, double window_s)
+static void write_result(struct load_run *r, const uint64_t *window, const struct hist *lat, double window_s,
+			 uint64_t lag_max_ns)
 {
 	char tmp[4096];
 	if (!r->result_path)
@@ -322,10 +410,13 @@ static void write_result(struct load_run *r, const uint64_t *window, const struc
 		return;
 	}
 	fprintf(f, "{\"window_s\": %.6f, \"threads\": %u, \"sent\": %llu, \"done\": %llu, \"lost\": %llu, "
-		"\"errors\": %llu, \"late\": %llu,\n ",
+		"\"errors\": %llu, \"late\": %llu, \"bytes\": %llu,\n ",
 		window_s, r->nthreads, (unsigned long long)window[LC_SENT], (unsigned long long)window[LC_DONE],
 		(unsigned long long)window[LC_LOST], (unsigned long long)window[LC_ERRORS],
-		(unsigned long long)window[LC_LATE]);
+		(unsigned long long)window[LC_LATE], (unsigned long long)window[LC_BYTES]);
+	if (r->rate)
+		fprintf(f, "\"rate\": %.3f, \"due\": %llu, \"lag_max_ns\": %llu,\n ", r->rate,
+			(unsigned long long)window[LC_DUE], (unsigned long long)lag_max_ns);
 	load_write_latency(f, "latency_ns", lat);
 	if (r->describe) {
 		fputs(",\n ", f);
@@ -412,21 +503,25 @@ static int run_threads(struct load_run *r)
 		return 1;
 	}
 	hist_init(lat);
+	uint64_t lag_max_ns = 0;
 	for (unsigned i = 0; i < started; i++) {
 		for (int c = 0; c < LC_COUNT; c++)
 			window[c] += r->threads[i].window[c];
 		hist_merge(lat, &r->threads[i].latency);
+		if (r->threads[i].lag_max_ns > lag_max_ns)
+			lag_max_ns = r->threads[i].lag_max_ns;
 	}
 	double window_s = window_end > window_start ? (double)(window_end - window_start) / 1e9 : 0;
-	write_result(r, window, lat, window_s);
+	write_result(r, window, lat, window_s, lag_max_ns);
 	if (!r->stats_path) {
 		struct rusage ru;
 		getrusage(RUSAGE_SELF, &ru);
-		printf("SUMMARY sent=%llu done=%llu lost=%llu errors=%llu late=%llu window_s=%.3f per_sec=%.0f "
-		       "p50_us=%.1f p99_us=%.1f p999_us=%.1f\n",
+		printf("SUMMARY sent=%llu done=%llu lost=%llu errors=%llu late=%llu bytes=%llu due=%llu window_s=%.3f "
+		       "per_sec=%.0f p50_us=%.1f p99_us=%.1f p999_us=%.1f\n",
 		       (unsigned long long)window[LC_SENT], (unsigned long long)window[LC_DONE],
 		       (unsigned long long)window[LC_LOST], (unsigned long long)window[LC_ERRORS],
-		       (unsigned long long)window[LC_LATE], window_s, window_s ? (double)window[LC_DONE] / window_s : 0,
+		       (unsigned long long)window[LC_LATE], (unsigned long long)window[LC_BYTES],
+		       (unsigned long long)window[LC_DUE], window_s, window_s ? (double)window[LC_DONE] / window_s : 0,
 		       hist_percentile(lat, 0.5) / 1e3, hist_percentile(lat, 0.99) / 1e3,
 		       hist_percentile(lat, 0.999) / 1e3);
 	}
@@ -447,6 +542,7 @@ static void free_run(struct load_run *r)
 		if (r->threads[i].epfd >= 0)
 			close(r->threads[i].epfd);
 		free(r->threads[i].items);
+		free(r->threads[i].idle);
 	}
 	free(r->threads);
 	free(r->cpus);
@@ -469,6 +565,7 @@ static const struct option common_options[] = {
 	{ "limit", required_argument, NULL, 1004 },
 	{ "warmup", required_argument, NULL, 1005 },
 	{ "duration", required_argument, NULL, 1006 },
+	{ "rate", required_argument, NULL, 1009 },
 };
 
 /* The generator's options, --help and the common ones; GO_ON, or the exit status of a run that ends here. */

@@ -6,6 +6,14 @@
  * the generator's items (connections, contexts, sessions) spread over the ports and the threads, the
  * run, the cleanup. A generator fills a struct load_run with its hooks and its thread function, which
  * loops until load_stopping() and counts through load_count() and load_latency().
+ *
+ * Closed loop (the default), an item sends its next request as soon as its last is answered. Open
+ * loop (--rate R), requests are due on a schedule, R per second over the whole generator, each thread
+ * its share at even intervals: a due request goes to any idle item of the thread, and waits for one if
+ * none is idle. Its latency counts from its intended send time, not from when it went out, so a server
+ * that stalls its client cannot hide the queue that builds (wrk2's correction of coordinated omission);
+ * the requests due in the window (LC_DUE) against those sent tell whether the client kept its schedule.
+ * A generator starts an item's next request only through load_next(), and r->issue does the starting.
  */
 #ifndef MOSBENCH_LOAD_RUN_H
 #define MOSBENCH_LOAD_RUN_H
@@ -32,6 +40,11 @@ struct load_thread {
 	void **items;			/* its share of the generator's items (sockets, sessions) */
 	unsigned nitems;
 	void *priv;			/* the generator's own per-thread state, if it has any */
+	/* Open loop: the schedule (issue k intended at pace_start + k * pace_ns) and the idle items. */
+	uint64_t pace_ns, pace_start_ns, issued, counted_due;
+	void **idle;			/* a ring of idle_cap: nidle items from idle_head */
+	unsigned idle_cap, idle_head, nidle;
+	uint64_t lag_max_ns;		/* window: the longest a due issue waited for an idle item */
 };
 
 struct load_run {
@@ -51,6 +64,11 @@ struct load_run {
 	/* Optional: once the items are shared out among the threads; 0, or an exit status. */
 	int (*open_items)(struct load_run *r);
 	void *(*thread_fn)(struct load_thread *t);
+	/* Starts the item's next request (or, memload, batch of per_issue requests) now; its latency counts
+	 * from intended_ns (earlier than now when the item was late for its schedule). 0, or -1 after
+	 * load_fail. */
+	int (*issue)(struct load_thread *t, void *item, uint64_t intended_ns);
+	unsigned per_issue;		/* requests one issue sends; 0 means 1 */
 	/* Lines of the generator's own for the result file: "key": value pairs, comma-separated. */
 	void (*describe)(struct load_run *r, FILE *out);
 	/* Optional: after the run, given its exit status; the program's exit status. */
@@ -70,6 +88,7 @@ struct load_run {
 	const char *result_path;
 	double limit_s;			/* stops by itself after this long, whatever happens */
 	double warmup_s, duration_s;	/* standalone: the window the generator times itself */
+	double rate;			/* --rate: requests per second over all threads; 0: closed loop */
 	struct load_stats stats;
 	struct load_thread *threads;
 	void *items;			/* nitems (set by prepare) of item_size bytes */
@@ -85,6 +104,11 @@ int load_main(int argc, char **argv, struct load_run *r);
 
 uint64_t load_now_ns(void);
 bool load_stopping(const struct load_run *r);
+/* The item is free for its next request: closed loop, issued now; open loop, idle until one is due.
+ * 0, or -1 after load_fail. */
+int load_next(struct load_thread *t, void *item);
+/* Every item of the thread to load_next: the start of a generator's thread. */
+int load_start_items(struct load_thread *t);
 /* Re-reads the phase: call once per loop iteration. */
 void load_poll_phase(struct load_thread *t);
 void load_count(struct load_thread *t, enum load_counter c, uint64_t n);
@@ -95,8 +119,8 @@ int load_tcp_connect(struct load_thread *t, uint16_t port, void *item);
 /* Changes the events the thread's epoll set waits for on fd (added by load_tcp_connect). */
 void load_watch(struct load_thread *t, int fd, void *item, uint32_t events);
 /* A generator thread's loop, until the run stops or a callback fails (returning non-zero, after
- * load_fail): each event of its epoll set to on_event with its data.ptr, and every 10 ms scan(now)
- * for time-outs. */
+ * load_fail): each event of its epoll set to on_event with its data.ptr, every 10 ms scan(now) for
+ * time-outs, and, open loop, every due request to an idle item, waking for the next due. */
 void load_epoll_loop(struct load_thread *t, int (*on_event)(struct load_thread *t, void *item, uint32_t events),
 		     int (*scan)(struct load_thread *t, uint64_t now));
 /* `"key": {count, min, p50, p90, p99, p999, max}` of a histogram, for a result file. */
@@ -111,6 +135,8 @@ long load_parse_number(const char *name, const char *what, const char *arg, long
 	"  --stats PATH       live counters for the harness (else standalone: timed by\n"      \
 	"                     --warmup S and --duration S, a summary printed)\n"             \
 	"  --result PATH      the window's counts and latency percentiles, as JSON\n"        \
-	"  --limit S          stop by itself after S seconds (default 600)\n"
+	"  --limit S          stop by itself after S seconds (default 600)\n"                  \
+	"  --rate R           open loop: R requests per second in all, on a schedule, latency\n" \
+	"                     from each one's intended send time (default: closed loop)\n"
 
 #endif

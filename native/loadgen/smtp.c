@@ -11,6 +11,11 @@
  * ledger lists, per session, the numbers the server accepted (250 after the data) and the ones whose
  * fate is unknown (time-outs), so the harness can check every accepted message reached the session's
  * mailbox exactly once. Work counted here is acceptance; the harness counts deliveries.
+ *
+ * Open loop (--rate), a message is one issue. A session ready for its next message (HELO answered, or
+ * the last message accepted with more left for the connection) waits idle for a message due; its latency
+ * counts from when it was due. Connecting, HELO and QUIT stay outside the schedule. An idle session has
+ * no step under way, so no time-out runs; a server may close it (or say 421 first), and it reconnects.
  */
 #include "run.h"
 
@@ -20,6 +25,7 @@
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,11 +37,15 @@
 #define IN_SIZE 2048
 #define OUT_SIZE 512
 #define MAX_SESSIONS 65536 /* the body's session field has five digits */
+/* Open loop: a message whose MAIL FROM met the server closing its connection idle this many times in a
+ * row fails the run (a server that closes every connection at MAIL FROM), rather than reconnect forever. */
+#define MAX_IDLE_RETRIES 3
 
-enum step { CONNECTING, GREETING, HELO, MAIL, RCPT, DATA, MESSAGE, QUIT, CLOSING };
-static const char *const step_names[] = { "connect", "greeting", "HELO", "MAIL FROM", "RCPT TO", "DATA",
-					  "the message", "QUIT", "close" };
-static const int expected_code[] = { 0, 220, 250, 250, 250, 354, 250, 221, 0 };
+/* IDLE: connected and greeted, waiting for a message due (open loop only: closed loop, a message goes at once). */
+enum step { CONNECTING, GREETING, HELO, IDLE, MAIL, RCPT, DATA, MESSAGE, QUIT, CLOSING };
+static const char *const step_names[] = { "connect", "greeting", "HELO", "its turn (idle)", "MAIL FROM", "RCPT TO",
+					  "DATA", "the message", "QUIT", "close" };
+static const int expected_code[] = { 0, 220, 250, 0, 250, 250, 354, 250, 221, 0 };
 
 struct range {
 	uint64_t start, end; /* [start, end) */
@@ -50,6 +60,13 @@ struct session {
 	uint64_t conn_started_ns, msg_started_ns, step_started_ns;
 	uint64_t seq;		/* the next (or the in-flight) message's number */
 	int in_flight;		/* the message `seq` was sent, its reply not read */
+	/* Open loop: `waiting`, given to load_next and not yet issued (on the thread's idle list, whatever
+	 * its step: a server may close an idle connection); `owed`, issued while reconnecting, so its
+	 * message goes, due at owed_ns, once HELO is answered. */
+	bool waiting, owed;
+	uint64_t owed_ns;
+	bool after_idle;	/* open loop: MAIL FROM went on a connection that may have sat idle, unanswered */
+	unsigned idle_retries;	/* times this message's MAIL FROM met an idle close */
 	size_t out_len, out_sent;
 	size_t in_have;
 	char out[OUT_SIZE];
@@ -105,12 +122,36 @@ static int note_uncertain(struct session *s)
 	return 0;
 }
 
+static void closed(struct load_thread *t, struct session *s)
+{
+	struct smtp_thread *st = t->priv;
+	if (t->in_window)
+		hist_record(&st->connection, load_now_ns() - s->conn_started_ns);
+}
+
+/*
+ * Whether the server closing the connection (or saying 421) now is its closing an idle connection as
+ * the MAIL FROM after the idle wait (or the reconnect) went out: SMTP has no way to avoid that race.
+ * Nothing is accepted before MAIL FROM's reply, so the message is owed, to go on the next connection.
+ */
+static bool closed_idle(struct session *s)
+{
+	if (s->step != MAIL || !s->after_idle)
+		return false;
+	s->after_idle = false;
+	s->idle_retries++;
+	s->owed = true;
+	s->owed_ns = s->msg_started_ns;
+	return true;
+}
+
 static int connect_session(struct load_thread *t, struct session *s)
 {
 	if (s->fd >= 0)
 		close(s->fd); /* also leaves the epoll set */
 	s->conn_started_ns = s->step_started_ns = load_now_ns();
 	s->sent_on_conn = 0;
+	s->after_idle = false;
 	s->in_have = s->out_len = s->out_sent = 0;
 	s->step = CONNECTING;
 	s->fd = load_tcp_connect(t, s->port, s);
@@ -126,6 +167,10 @@ static int flush(struct load_thread *t, struct session *s)
 			if (errno == EAGAIN) {
 				load_watch(t, s->fd, s, EPOLLIN | EPOLLOUT);
 				return 0;
+			}
+			if ((errno == EPIPE || errno == ECONNRESET) && closed_idle(s)) {
+				closed(t, s);
+				return connect_session(t, s);
 			}
 			load_fail(&t->run->stats, NAME ": send %s to port %u: %s", step_names[s->step], s->port,
 				  strerror(errno));
@@ -159,15 +204,54 @@ static int say(struct load_thread *t, struct session *s, enum step next, const c
 	return flush(t, s);
 }
 
-static int send_mail_from(struct load_thread *t, const struct smtpload *g, struct session *s)
+/* The message's latency counts from intended_ns, its steps' time-outs from when each went out. Open loop,
+ * every MAIL FROM follows a wait the server may count as idle (for its turn, or between HELO and a message
+ * owed); closed loop, none does. */
+static int send_mail_from(struct load_thread *t, const struct smtpload *g, struct session *s, uint64_t intended_ns)
 {
-	s->msg_started_ns = load_now_ns();
+	s->msg_started_ns = intended_ns;
+	s->after_idle = t->run->rate > 0 && s->idle_retries < MAX_IDLE_RETRIES;
 	return say(t, s, MAIL, "MAIL FROM:<client@%s>\r\n", g->domain);
+}
+
+/* The session is ready for its next message: closed loop, it goes now; open loop, when one is due. */
+static int ready(struct load_thread *t, const struct smtpload *g, struct session *s)
+{
+	if (s->owed) {
+		s->owed = false;
+		return send_mail_from(t, g, s, s->owed_ns);
+	}
+	s->step = IDLE;
+	if (s->waiting)
+		return 0; /* reconnected while on the idle list: it stays there */
+	s->waiting = true;
+	return load_next(t, s);
+}
+
+/* The run's issue hook: the session's next message, due at intended_ns. */
+static int smtp_issue(struct load_thread *t, void *item, uint64_t intended_ns)
+{
+	struct session *s = item;
+	s->waiting = false;
+	if (s->step == IDLE)
+		return send_mail_from(t, t->run->priv, s, intended_ns);
+	/* Reconnecting after the server closed it idle: the message goes once HELO is answered, its
+	 * latency still from intended_ns. */
+	s->owed = true;
+	s->owed_ns = intended_ns;
+	return 0;
 }
 
 static int on_reply(struct load_thread *t, const struct smtpload *g, struct session *s, int code, const char *line,
 		    size_t len)
 {
+	if (code == 421 && (s->step == IDLE || closed_idle(s))) {
+		/* The server is closing an idle connection (Exim's smtp_receive_timeout): wait for its
+		 * close, as after QUIT, then reconnect. */
+		s->step = CLOSING;
+		s->step_started_ns = load_now_ns();
+		return 0;
+	}
 	if (code != expected_code[s->step]) {
 		load_count(t, LC_ERRORS, 1);
 		load_fail(&t->run->stats, NAME ": port %u answered '%.*s' to %s", s->port, (int)(len > 120 ? 120 : len),
@@ -178,8 +262,10 @@ static int on_reply(struct load_thread *t, const struct smtpload *g, struct sess
 	case GREETING:
 		return say(t, s, HELO, "HELO mosbench-smtpload\r\n");
 	case HELO:
-		return send_mail_from(t, g, s);
+		return ready(t, g, s);
 	case MAIL:
+		s->after_idle = false;
+		s->idle_retries = 0;
 		return say(t, s, RCPT, "RCPT TO:<u%05u@%s>\r\n", s->id, g->domain);
 	case RCPT:
 		return say(t, s, DATA, "DATA\r\n");
@@ -198,7 +284,7 @@ static int on_reply(struct load_thread *t, const struct smtpload *g, struct sess
 		load_latency(t, load_now_ns() - s->msg_started_ns);
 		load_count(t, LC_DONE, 1);
 		if (++s->sent_on_conn < g->per_conn)
-			return send_mail_from(t, g, s);
+			return ready(t, g, s);
 		return say(t, s, QUIT, "QUIT\r\n");
 	case QUIT:
 		s->step = CLOSING; /* the server closes; then a new connection */
@@ -240,13 +326,6 @@ static int read_replies(struct load_thread *t, const struct smtpload *g, struct 
 	return 0;
 }
 
-static void closed(struct load_thread *t, struct session *s)
-{
-	struct smtp_thread *st = t->priv;
-	if (t->in_window)
-		hist_record(&st->connection, load_now_ns() - s->conn_started_ns);
-}
-
 static int on_event(struct load_thread *t, const struct smtpload *g, struct session *s, uint32_t events)
 {
 	if (s->step == CONNECTING) {
@@ -263,8 +342,12 @@ static int on_event(struct load_thread *t, const struct smtpload *g, struct sess
 		load_watch(t, s->fd, s, EPOLLIN);
 		return 0;
 	}
-	if ((events & EPOLLOUT) && s->out_sent < s->out_len && flush(t, s))
-		return -1;
+	if ((events & EPOLLOUT) && s->out_sent < s->out_len) {
+		if (flush(t, s))
+			return -1;
+		if (s->step == CONNECTING)
+			return 0; /* flush found an idle connection closed (closed_idle): a new one */
+	}
 	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
 		return 0;
 	for (;;) {
@@ -272,7 +355,8 @@ static int on_event(struct load_thread *t, const struct smtpload *g, struct sess
 		if (n < 0) {
 			if (errno == EAGAIN)
 				return 0;
-			if (s->step == CLOSING && errno == ECONNRESET)
+			if (errno == ECONNRESET &&
+			    (s->step == CLOSING || s->step == IDLE || (s->step == MAIL && s->after_idle)))
 				n = 0;
 			else {
 				load_fail(&t->run->stats, NAME ": recv from port %u waiting for %s: %s", s->port,
@@ -281,7 +365,9 @@ static int on_event(struct load_thread *t, const struct smtpload *g, struct sess
 			}
 		}
 		if (n == 0) {
-			if (s->step != CLOSING) {
+			/* After QUIT, or while idle (a server may close a connection left unused): reconnect.
+			 * Otherwise the server gave up mid-exchange: a failure. */
+			if (s->step != CLOSING && s->step != IDLE && !closed_idle(s)) {
 				load_fail(&t->run->stats, NAME ": port %u closed the connection waiting for %s", s->port,
 					  step_names[s->step]);
 				return -1;
@@ -295,11 +381,14 @@ static int on_event(struct load_thread *t, const struct smtpload *g, struct sess
 	}
 }
 
-/* A step unanswered in time: its message (if one was out) may or may not arrive, so it is noted as such. */
+/* A step unanswered in time: its message (if one was out) may or may not arrive, so it is noted as such.
+ * A message owed (open loop, due while the session reconnected) is given up, counted lost. */
 static int timed_out(struct load_thread *t, struct session *s)
 {
-	if (s->step != QUIT && s->step != CLOSING)
+	if ((s->step != QUIT && s->step != CLOSING) || s->owed)
 		load_count(t, LC_LOST, 1);
+	s->owed = false;
+	s->idle_retries = 0;
 	if (s->in_flight) {
 		if (note_uncertain(s)) {
 			load_fail(&t->run->stats, NAME ": out of memory for the ledger");
@@ -321,12 +410,14 @@ static int smtp_scan(struct load_thread *t, uint64_t now)
 	const struct smtpload *g = t->run->priv;
 	for (unsigned i = 0; i < t->nitems; i++) {
 		struct session *s = t->items[i];
-		if (now - s->step_started_ns >= g->timeout_ns && timed_out(t, s))
+		/* An idle session waits for its turn, not for the server. */
+		if (s->step != IDLE && now - s->step_started_ns >= g->timeout_ns && timed_out(t, s))
 			return -1;
 	}
 	return 0;
 }
 
+/* Every session connects at once; each goes to load_next when its HELO is answered. */
 static void *smtp_thread(struct load_thread *t)
 {
 	for (unsigned i = 0; i < t->nitems; i++)
@@ -468,6 +559,7 @@ int main(int argc, char **argv)
 		.thread_priv_size = sizeof(struct smtp_thread), .prepare = smtp_prepare,
 		.item_size = sizeof(struct session), .init_item = init_session, .free_item = free_session,
 		.thread_fn = smtp_thread, .describe = describe, .finish = smtp_finish,
+		.issue = smtp_issue, .per_issue = 1,
 	};
 	return load_main(argc, argv, &r);
 }

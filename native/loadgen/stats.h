@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define LOAD_MAGIC "MOSLOAD1"
-#define LOAD_VERSION 1
+#define LOAD_VERSION 2
 #define LOAD_SLOT_STRIDE 128
 #define LOAD_SLOTS_OFFSET 256
 
@@ -26,6 +26,8 @@ enum load_counter {
 	LC_LOST,	/* no answer before the time-out (UDP) or connection failed (TCP) */
 	LC_ERRORS,	/* answered with something else: an error or a wrong reply */
 	LC_LATE,	/* answered after their time-out: not counted as done */
+	LC_BYTES,	/* payload bytes of the answers counted as done (response bodies, values) */
+	LC_DUE,		/* open loop (--rate): requests whose intended send time has come */
 	LC_COUNT
 };
 

@@ -58,7 +58,7 @@ from mosbench.workloads.base import (
 from mosbench.workloads.postgres import cluster as pgcluster
 from mosbench.workloads.postgres import syscalls
 from mosbench.workloads.server import netns, ports
-from mosbench.workloads.server.base import ServerInstance, ServerWorkload
+from mosbench.workloads.server.base import ServerInstance, ServerWorkload, rate_at
 from mosbench.workloads.server.loadgen import AFTER, WINDOW
 from mosbench.workloads.server.servers import Server
 
@@ -252,13 +252,15 @@ class Pgbench:
         done, failed = summary_counts(out)
         if failed:
             raise PointFailed(f"pgbench: {failed} transactions failed")
-        self._ends, self._latencies = read_transaction_logs(self.txn_logs)
+        self._ends, self._latencies, lags = read_transaction_logs(self.txn_logs)
         if len(self._ends) != done:
             raise PointFailed(f"pgbench's transaction log holds {len(self._ends)} transactions, its summary {done}")
         result: dict[str, Any] = {"transactions": done, "errors": failed}
         in_window = (self._ends >= self.opened) & (self._ends <= self.closed)
         if in_window.any():
-            result["latency_ns"] = {name: float(np.percentile(self._latencies[in_window], q)) * 1000
+            # Under -R a transaction's latency counts from its scheduled start, as pgbench's own summary does.
+            scheduled = self._latencies[in_window] + lags[in_window]
+            result["latency_ns"] = {name: float(np.percentile(scheduled, q)) * 1000
                                     for name, q in (("p50", 50), ("p90", 90), ("p99", 99), ("max", 100))}
         return result
 
@@ -351,7 +353,8 @@ class PostgresInstance(ServerInstance):
         self.client = client = Pgbench(ctx, pgbench_argv(
             self.host, self.port, self.clients, min(self.clients, len(ctx.loadgen_cpus)),
             math.ceil(ctx.window_end + TAIL_S), ctx.params["protocol"], script, ctx.params["rows"],
-            txn_logs / "txn"), txn_logs, self.batch, netns.entering(self.link) if self.link else None)
+            txn_logs / "txn", rate_at(ctx.params, len(ctx.cpus))),
+            txn_logs, self.batch, netns.entering(self.link) if self.link else None)
         # pgbench connects every client before its clock starts: wait for them, so the warm-up is load.
         deadline = time.monotonic() + 60
         with querying("waiting for pgbench's connections"), connect(self.host, self.port) as conn:
@@ -476,9 +479,11 @@ class PostgresInstance(ServerInstance):
 
 
 def pgbench_argv(host: str, port: int, clients: int, threads: int, seconds: int, protocol: str, script: Path,
-                 rows: int, log_prefix: Path) -> list[str]:
+                 rows: int, log_prefix: Path, rate: float | None = None) -> list[str]:
+    """pgbench's command; with rate, its own open loop (-R, transactions per second in all)."""
     return [str(pgcluster.BIN / "pgbench"), "--no-vacuum", "-h", host, "-p", str(port), "-U", pgcluster.USER,
             "-c", str(clients), "-j", str(threads), "-T", str(seconds), "-M", protocol, "-f", str(script),
+            *(["-R", f"{rate:g}"] if rate else []),
             "-D", f"rows={rows}", "-P", "1", "--progress-timestamp", "-l", f"--log-prefix={log_prefix}", "postgres"]
 
 
@@ -491,11 +496,12 @@ def summary_counts(out: str) -> tuple[int, int]:
     return int(done[1]), int(failed[1]) if failed else 0
 
 
-def read_transaction_logs(prefix_dir: Path) -> tuple[np.ndarray, np.ndarray]:
-    """Every transaction's end (epoch seconds) and latency (µs) from pgbench's per-thread logs
-    ("client transaction latency_us script epoch_s epoch_us" a line)."""
+def read_transaction_logs(prefix_dir: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every transaction's end (epoch seconds), latency (µs) and, under -R, schedule lag (µs; else 0)
+    from pgbench's per-thread logs ("client transaction latency_us script epoch_s epoch_us [lag_us]")."""
     ends: list[float] = []
     latencies: list[float] = []
+    lags: list[float] = []
     for path in sorted(prefix_dir.iterdir()):
         for line in path.read_text().splitlines():
             fields = line.split()
@@ -503,7 +509,8 @@ def read_transaction_logs(prefix_dir: Path) -> tuple[np.ndarray, np.ndarray]:
                 continue
             ends.append(int(fields[4]) + int(fields[5]) / 1e6)
             latencies.append(float(fields[2]) if fields[2].isdigit() else math.nan)
-    return np.array(ends), np.array(latencies)
+            lags.append(float(fields[6]) if len(fields) > 6 and fields[6].isdigit() else 0.0)
+    return np.array(ends), np.array(latencies), np.array(lags)
 
 
 def queries_between(ends: np.ndarray, latencies_us: np.ndarray, t0: float, t1: float, batch: int) -> float:

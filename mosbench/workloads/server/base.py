@@ -11,14 +11,37 @@ from __future__ import annotations
 from typing import Any
 
 from mosbench.errors import PointFailed, UserError
-from mosbench.workloads.base import Instance, Param, PointContext, RunContext, Sample, Workload
+from mosbench.workloads.base import Instance, Param, PointContext, PointNote, RunContext, Sample, Workload
 from mosbench.workloads.server import netns, ports
-from mosbench.workloads.server.loadgen import AFTER, WINDOW, Client, LoadGenerator, client_metrics
+from mosbench.workloads.server.loadgen import AFTER, WINDOW, Client, LoadGenerator, behind_schedule, client_metrics
 from mosbench.workloads.server.servers import Server
 
 NETS = ("loopback", "veth")
 CLIENT_CPUS = Param("client_cpus", 1.0, "load-generator CPUs per server core, from the spare ones")
 PORT = Param("port", 0, "first port of the servers (0: free ones found per point)")
+RATE = Param("rate", "", "open loop: requests per second in all (N) or per server core (N/core), sent on a "
+             "schedule, latency from each one's intended send time; empty: closed loop")
+
+
+def parse_rate(text: str) -> tuple[float, bool] | None:
+    """`-p rate=` as (requests per second, per server core?); None for closed loop; ValueError if malformed."""
+    text = text.strip()
+    if not text:
+        return None
+    per_core = text.endswith("/core")
+    value = float(text.removesuffix("/core"))
+    if not value > 0 or value == float("inf"):
+        raise ValueError(text)
+    return value, per_core
+
+
+def rate_at(params: dict[str, Any], cores: int) -> float | None:
+    """The open-loop rate, in requests per second over the whole client, of a point on `cores` server CPUs."""
+    rate = parse_rate(params.get("rate", ""))
+    if rate is None:
+        return None
+    value, per_core = rate
+    return value * cores if per_core else value
 
 
 def client_cores(cores: int, params: dict[str, Any]) -> int:
@@ -32,6 +55,11 @@ def check_client_params(workload: str, params: dict[str, Any]) -> None:
         raise UserError(f"{workload} client_cpus must be above 0 and at most 64, not {params['client_cpus']}")
     if not 0 <= params["port"] <= 65535:
         raise UserError(f"{workload} port must be 0 (choose) or a port number")
+    try:
+        parse_rate(params.get("rate", ""))
+    except ValueError:
+        raise UserError(f"{workload} rate must be a number of requests per second above 0, in all (50000) or "
+                        f"per server core (20000/core), not {params['rate']!r}") from None
 
 
 class ServerWorkload(Workload):
@@ -39,12 +67,18 @@ class ServerWorkload(Workload):
     client_params = (
         CLIENT_CPUS,
         PORT,
+        RATE,
         Param("net", "loopback", "the client's path: loopback, or veth (its own network namespace, a veth pair, "
               "RPS over the server's CPUs)"),
     )
 
     # Whether the server also binds its port for UDP (memcached), so a free one must be free for both.
     binds_udp = False
+
+    def point_notes(self, metrics: dict[str, Any]) -> list[PointNote]:
+        """An open-loop client that could not keep its schedule: the rate asked was not the rate sent."""
+        note = behind_schedule(metrics)
+        return [PointNote("client behind", note)] if note else []
 
     def loadgen_cores(self, cores: int, params: dict[str, Any]) -> int:
         return client_cores(cores, params)
@@ -112,6 +146,9 @@ class ServerInstance(Instance):
         """A native load generator (native/loadgen) as the point's client."""
         if not self.ctx.loadgen_group:
             raise PointFailed(f"{name} needs a load generator group")
+        rate = rate_at(self.ctx.params, len(self.ctx.cpus))
+        if rate is not None:
+            argv = [*argv, "--rate", f"{rate:g}"]
         self.client = LoadGenerator(self.ctx.launcher, name, [*argv, "--host", self.host], self.ctx.loadgen_group,
                                     self.ctx.loadgen_cpus, self.ctx.scratch, self.ctx.timeout,
                                     enter=netns.entering(self.link) if self.link else None)

@@ -1,7 +1,8 @@
 """A load generator as a point sees it: started in its own group, sampled live, measured at the end.
 
 The native generators (native/loadgen) share a small statistics file with the harness: per-thread
-cumulative counters (requests sent, answered, lost, answered wrongly, answered late), a state, the
+cumulative counters (requests sent, answered, lost, answered wrongly, answered late, the answers'
+payload bytes, and in open loop the requests due by the schedule), a state, the
 first failure's message, and a phase the harness writes when its window opens and closes, so the
 generator's window counts and latency percentiles cover exactly the harness's window. At the end
 the generator writes its window's result as JSON; `stop()` returns it as the point's client metrics.
@@ -27,11 +28,11 @@ from mosbench.launch.ready import file_ready, wait_ready
 from mosbench.machine.isolation import Group
 
 MAGIC = b"MOSLOAD1"
-VERSION = 1
+VERSION = 2
 HEADER = struct.Struct("<8sIIIIIIII216s")
 STARTING, RUNNING, FAILED, STOPPED = range(4)
 WARMUP, WINDOW, AFTER = range(3)
-COUNTERS = ("sent", "done", "lost", "errors", "late")
+COUNTERS = ("sent", "done", "lost", "errors", "late", "bytes", "due")
 _PHASE_OFFSET = struct.calcsize("<8sIIIIII")  # magic, version, nthreads, stride, offset, ncounters, state
 
 
@@ -143,8 +144,14 @@ class LoadGenerator:
         return self.launcher.log_tail(self.name, 50)
 
 
+# An open-loop client that sent fewer than this share of the requests its schedule made due fell behind:
+# its latencies are still measured from the schedule, but the rate asked of the server was not the rate.
+KEPT_SCHEDULE = 0.95
+
+
 def client_metrics(result: dict[str, Any]) -> dict[str, Any]:
-    """The generator's window result as flat point metrics: counts and latency percentiles in µs."""
+    """The generator's window result as flat point metrics: counts, latency percentiles in µs, and in
+    open loop the rate asked, the rate sent and whether the client kept its schedule."""
     if not result:
         return {}
     out: dict[str, Any] = {f"client_{k}": result[k] for k in COUNTERS if k in result}
@@ -152,4 +159,21 @@ def client_metrics(result: dict[str, Any]) -> dict[str, Any]:
     for k in ("p50", "p90", "p99", "p999", "max"):
         if k in lat:
             out[f"latency_{k}_us"] = round(lat[k] / 1000, 1)
+    if result.get("rate"):
+        window = result.get("window_s") or 0.0
+        out["rate_intended"] = result["rate"]
+        out["rate_sent"] = round(result.get("sent", 0) / window, 1) if window else 0.0
+        due = result.get("due", 0)
+        out["schedule_kept"] = round(result.get("sent", 0) / due, 4) if due else None
+        out["schedule_lag_max_ms"] = round(result.get("lag_max_ns", 0) / 1e6, 3)
     return out
+
+
+def behind_schedule(metrics: dict[str, Any]) -> str | None:
+    """The note for a point whose open-loop client fell behind its schedule, with the figures; None if kept."""
+    kept = metrics.get("schedule_kept")
+    if kept is None or kept >= KEPT_SCHEDULE:
+        return None
+    return (f"CLIENT BEHIND SCHEDULE: sent {metrics['rate_sent']:.0f}/s of {metrics['rate_intended']:.0f}/s asked "
+            f"({kept:.0%} of the requests due; waited up to {metrics['schedule_lag_max_ms']:.1f} ms for a free "
+            "connection)")

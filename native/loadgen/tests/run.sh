@@ -41,7 +41,7 @@ done
 if "${httploads[0]}" --ports "$hport" --cpus 0 --expect-bytes 301 --duration 1 > "$hout" 2>&1; then
     echo "httpload: a wrong body length passed" >&2; exit 1
 fi
-grep -q "body of 300 bytes, 301 expected" "$hout" || { echo "httpload: unclear failure: $(cat "$hout")" >&2; exit 1; }
+grep -q "body of 300 bytes for /index.html, 301 expected" "$hout" || { echo "httpload: unclear failure: $(cat "$hout")" >&2; exit 1; }
 if "${httploads[0]}" --ports "$hport" --cpus 0 --path /missing --duration 1 > "$hout" 2>&1; then
     echo "httpload: a 404 passed" >&2; exit 1
 fi
