@@ -165,9 +165,9 @@ def run(selections, cores, variants, trials, duration, warmup, interval, placeme
             db = store.Store(store_url)
             run_id, skip = start.create(db, the_plan, topo, command, label), set()
         lock.note(run_id, db.shown_url)
-        n = len(the_plan.points()) - len(skip)
-        per_point = (the_plan.warmup + the_plan.duration + 0.5)
-        err_console.print(f"run #{run_id}: {n} points, cores {the_plan.cores}, about {n * per_point / 60:.1f} min")
+        left = [k for k in the_plan.points() if (k.workload, k.test, k.variant, k.cores, k.trial) not in skip]
+        err_console.print(f"run #{run_id}: {len(left)} points, cores {the_plan.cores}, "
+                          f"about {the_plan.seconds(left) / 60:.1f} min")
         with harness_priority() as scheduling:
             db.note_environment(run_id, harness_scheduling=scheduling)
             if the_plan.profile:
@@ -256,6 +256,13 @@ def show(run_ref, store_url) -> None:
     if found := commute.results(series):
         console.print(table.render(commute_report.situations_table(found)))
         console.print(table.render(commute_report.not_scaling_table(series, found, found_profiles)))
+    from mosbench.report import webmethod
+    for s, steps, judged in webmethod.baselines(curves):
+        console.print(table.render(webmethod.baseline_table(f"{s.name} ({s.variant})", steps, judged, s.unit)))
+        console.print(judged.text(s.workload), style=None if judged.valid else "red", markup=False,
+                      highlight=False)
+    if qos := webmethod.qos_table(curves):
+        console.print(table.render(qos))
     console.print(table.summary_table(curves))
     console.print(table.render(rows.verdict_table(verdict.judge_all(curves, found_profiles))))
 

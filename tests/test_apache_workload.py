@@ -99,4 +99,5 @@ def test_the_baseline_offers_a_tenth_to_all_of_the_maximum_at_one_core_only(tmp_
     top = m["baseline_max"]["requests_per_s"]
     assert [s["rate"] for s in m["baseline"]] == pytest.approx([top * k / 10 for k in range(1, 11)])
     light = m["baseline"][0]
-    assert light["schedule_kept"] == pytest.approx(1.0, abs=0.1) and light["server_us_per_kilobyte"] > 0
+    # A handful of requests are due in so short a step: one either side of the window is a large share.
+    assert light["schedule_kept"] == pytest.approx(1.0, abs=0.25) and light["server_us_per_kilobyte"] > 0

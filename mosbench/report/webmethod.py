@@ -20,15 +20,16 @@ from mosbench.report import plots
 from mosbench.report.rows import Column, TableModel
 
 
-def baseline_figure(name: str, steps: list[baseline.BaselineStep], verdict: baseline.Verdict) -> Figure:
+def baseline_figure(name: str, steps: list[baseline.BaselineStep], verdict: baseline.Verdict, unit: str) -> Figure:
     fig, (eff, thr) = plt.subplots(1, 2, figsize=(9, 3.4))
+    # Points, not a line: under noise busy need not rise with every step, and a line would double back.
     busy = [s.busy * 100 for s in steps]
-    eff.plot(busy, [s.cpu_us_per_unit or 0 for s in steps], "o-", color="#4c72b0")
+    eff.plot(busy, [s.cpu_us_per_unit or 0 for s in steps], "o", color="#4c72b0")
     if verdict.reference_us:
         for k in (1 - baseline.FLAT_WITHIN, 1 + baseline.FLAT_WITHIN):
             eff.axhline(verdict.reference_us * k, color="#bbbbbb", lw=0.8, ls="--")
     eff.set_xlabel("server core busy (%)")
-    eff.set_ylabel("server CPU µs per unit")
+    eff.set_ylabel(f"server CPU µs per {unit}")
     eff.set_ylim(bottom=0)
     eff.set_title("efficiency under load (their Figure 2)", fontsize=9)
     offered = [s.offered for s in steps]
@@ -43,9 +44,10 @@ def baseline_figure(name: str, steps: list[baseline.BaselineStep], verdict: base
     return fig
 
 
-def baseline_table(steps: list[baseline.BaselineStep], verdict: baseline.Verdict) -> TableModel:
-    t = TableModel("the baseline's steps", [Column("offered (share of max)"), Column("offered/s"),
-                                            Column("carried/s"), Column("busy"), Column("CPU µs/unit")])
+def baseline_table(name: str, steps: list[baseline.BaselineStep], verdict: baseline.Verdict,
+                   unit: str) -> TableModel:
+    t = TableModel(f"{name}: one-core baseline", [Column("offered (share of max)"), Column("offered/s"),
+                                                   Column("carried/s"), Column("busy"), Column(f"CPU µs/{unit}")])
     for s in steps:
         bent = verdict.bends_at == s
         t.add([f"{s.offered_share:.0%}", f"{s.offered:.0f}", f"{s.carried:.0f}", f"{s.busy:.0%}",
@@ -74,22 +76,29 @@ def qos_table(series: list[Series]) -> TableModel | None:
     return t if t.rows else None
 
 
-def section(series: list[Series], files: Path) -> dict[str, Any] | None:
-    """The section for the series that carry a baseline or a search; None where none does."""
-    baselines = []
+def baselines(series: list[Series]) -> list[tuple[Series, list[baseline.BaselineStep], baseline.Verdict]]:
+    """Each series with a one-core baseline: its curve and the verdict on it."""
+    out = []
     for s in series:
         one = s.cells.get(1)
         if one is None or not one.best_metrics.get("baseline"):
             continue
         steps = baseline.steps_from(one.best_metrics)
-        verdict = baseline.judge(steps)
+        out.append((s, steps, baseline.judge(steps)))
+    return out
+
+
+def section(series: list[Series], files: Path) -> dict[str, Any] | None:
+    """The section for the series that carry a baseline or a search; None where none does."""
+    found = []
+    for s, steps, verdict in baselines(series):
         name = f"{s.name} ({s.variant})"
-        fig = baseline_figure(name, steps, verdict)
-        baselines.append({"name": name, "valid": verdict.valid, "verdict": verdict.text(s.workload),
+        fig = baseline_figure(name, steps, verdict, s.unit)
+        found.append({"name": name, "valid": verdict.valid, "verdict": verdict.text(s.workload),
                           "figure": Markup(plots.save(fig, files, f"{plots.file_stem(s.name)}_"
                                                                   f"{plots.file_stem(s.variant)}_baseline")),
-                          "table": baseline_table(steps, verdict)})
+                          "table": baseline_table(name, steps, verdict, s.unit)})
     qos = qos_table(series)
-    if not baselines and qos is None:
+    if not found and qos is None:
         return None
-    return {"baselines": baselines, "qos": qos}
+    return {"baselines": found, "qos": qos}

@@ -52,6 +52,11 @@ class Plan:
                         for v in self.variants[w] if v in has and wl.measures(t, v, n))
         return keys
 
+    def seconds(self, keys: list[PointKey]) -> float:
+        """About how long these points take: each one's warm-up, window and setup."""
+        return sum(self.warmup + self.duration + 0.5 + workloads.get(k.workload).setup_seconds(
+            k.test, self.params.get(k.workload, {})) for k in keys)
+
     def profiled(self, key: PointKey) -> bool:
         return any(s in ("all", key.workload, f"{key.workload}/{key.test}") for s in self.profile)
 

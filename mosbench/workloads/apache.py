@@ -239,6 +239,14 @@ class Apache(ServerWorkload):
     def measures(self, test: str, variant: str, cores: int) -> bool:
         return test != "baseline" or cores == 1
 
+    def setup_seconds(self, test: str, params: dict[str, Any]) -> float:
+        step = steps.STEP_WARMUP_S + (params.get("qos_step_s") or 1.0) + 0.2  # a client's start and stop
+        if test == "files" and params.get("qos_step_s"):
+            return len(steps.connection_steps(params.get("connections", 8))) * step
+        if test == "baseline":
+            return (1 + len(steps.BASELINE_SHARES)) * step
+        return 0.0
+
     def columns_for(self, test: str) -> tuple[MetricColumn, ...]:
         """Veal & Foong's section 5.2 figures per request (the scheduler's, of the servers' threads), the load
         imbalance across the server CPUs, and for the file set the load the response rule allowed."""

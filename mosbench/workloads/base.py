@@ -225,6 +225,11 @@ class Workload(ABC):
         """Whether the plan has a point of this variant at `cores` CPUs; every one by default."""
         return True
 
+    def setup_seconds(self, test: str, params: dict[str, Any]) -> float:
+        """Seconds a point of this test spends before its warm-up (searches, calibration), for the run's
+        estimate; 0 by default."""
+        return 0.0
+
     def loadgen_cores(self, cores: int, params: dict[str, Any]) -> int:
         """CPUs the load generator wants for a point on `cores` CPUs; 0 for none."""
         return 0
