@@ -84,6 +84,10 @@ def test_a_flat_baseline_holds_and_one_that_bends_before_the_core_is_busy_does_n
     dropped = baseline.judge(_curve([1.0] * 10, carried_share=[1, 1, 1, 0.8, 0.8, 0.7, 0.7, 0.6, 0.6, 0.6]))
     assert not dropped.valid and "carried 320/s of 400/s offered from 40%" in dropped.reason
     assert not baseline.judge([]).valid
+    # Cheaper per unit as the load rises is fixed costs amortized: it holds, and the light load is named.
+    amortized = baseline.judge(_curve([1.6, 1.4, 1.1, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]))
+    assert amortized.valid and amortized.light_excess == pytest.approx(0.6)
+    assert "at the lightest load CPU per unit is +60%" in amortized.text("apache")
 
 
 def test_a_baseline_curve_is_read_back_from_a_points_metrics():
