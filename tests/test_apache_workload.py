@@ -50,7 +50,7 @@ def test_a_port_taken_by_another_program_fails_the_point(tmp_path, monkeypatch):
 def test_a_wrong_file_fails_the_point(tmp_path, monkeypatch):
     monkeypatch.setattr(apache, "page", lambda size: b"m" * (size - 1))  # one byte short of what is expected
     (p,) = run_points(tmp_path, monkeypatch, "apache", "close", variants=("per-core",))
-    assert p["status"] == "failed" and "body of 299 bytes, 300 expected" in p["reason"]
+    assert p["status"] == "failed" and "body of 299 bytes for /index.html, 300 expected" in p["reason"]
 
 
 def test_config_for_256_cpus():

@@ -88,22 +88,30 @@ PY
 
 # A run the server keeps up with: no error, none lost, some done, due within 10% of rate x window,
 # sent within 10% of due. LABEL RATE then the command.
-check_kept() {
+# Runs the command at --rate for a second after a brief warm-up: its SUMMARY read (read_summary) and
+# its result file checked against it (lag set), or a failure said and 1. LABEL RATE then the command.
+run_at_rate() {
     local label=$1 rate=$2
     shift 2
-    local out=$tmp/out json=$tmp/result.json lag status=0
+    local json=$tmp/result.json status=0
+    out=$tmp/out
     rm -f "$json"
     "$@" --rate "$rate" --warmup 0.2 --duration 1 --result "$json" > "$out" 2>&1 || status=$?
-    if [[ $status -ne 0 ]]; then fail "$label: exit status $status: $(tr '\n' ' ' < "$out")"; return; fi
-    if ! read_summary "$out"; then fail "$label: no SUMMARY: $(tr '\n' ' ' < "$out")"; return; fi
+    if [[ $status -ne 0 ]]; then fail "$label: exit status $status: $(tr '\n' ' ' < "$out")"; return 1; fi
+    if ! read_summary "$out"; then fail "$label: no SUMMARY: $(tr '\n' ' ' < "$out")"; return 1; fi
+    if ! lag=$(check_result "$json" "$rate" "$due" "$done" 2>&1); then
+        fail "$label: result file: $lag"; return 1
+    fi
+}
+
+check_kept() {
+    local label=$1 rate=$2
+    run_at_rate "$@" || return 0
     if ! awk -v rate="$rate" -v w="$window_s" -v due="$due" -v sent="$sent" -v done="$done" -v lost="$lost" \
         -v errors="$errors" 'BEGIN { want = rate * w
             exit !(errors == 0 && lost == 0 && done > 0 && due >= 0.9 * want && due <= 1.1 * want &&
                    sent >= 0.9 * due && sent <= 1.1 * due) }'; then
         fail "$label: want errors=0 lost=0 done>0, due ~ $rate x $window_s, sent ~ due: $(cat "$out")"; return
-    fi
-    if ! lag=$(check_result "$json" "$rate" "$due" "$done" 2>&1); then
-        fail "$label: result file: $lag"; return
     fi
     pass "$label: rate=$rate window_s=$window_s due=$due sent=$sent done=$done lost=0 errors=0 lag_max_ns=$lag"
 }
@@ -111,15 +119,7 @@ check_kept() {
 # A rate far above the server's: far fewer sent than due, a lag of at least 100 ms, no error, exit 0.
 check_behind() {
     local label=$1 rate=$2
-    shift 2
-    local out=$tmp/out json=$tmp/result.json lag status=0
-    rm -f "$json"
-    "$@" --rate "$rate" --warmup 0.2 --duration 1 --result "$json" > "$out" 2>&1 || status=$?
-    if [[ $status -ne 0 ]]; then fail "$label: exit status $status: $(tr '\n' ' ' < "$out")"; return; fi
-    if ! read_summary "$out"; then fail "$label: no SUMMARY: $(tr '\n' ' ' < "$out")"; return; fi
-    if ! lag=$(check_result "$json" "$rate" "$due" "$done" 2>&1); then
-        fail "$label: result file: $lag"; return
-    fi
+    run_at_rate "$@" || return 0
     if ! (( errors == 0 && done > 0 && sent * 2 < due && lag >= 100000000 )); then
         fail "$label: want sent < due / 2, lag >= 100 ms, done > 0, errors=0: lag_max_ns=$lag $(cat "$out")"; return
     fi
@@ -156,66 +156,12 @@ stop "$smtpd"
 # SMTP against a server that closes a connection left idle for 10 to 40 ms (waiting for MAIL FROM or
 # QUIT), with or without a 421 first, so sessions waiting their turn find their connection closed,
 # some just as their MAIL FROM goes: each reconnects and sends its message, none fails or is lost.
-cat > "$tmp/idle_smtp.py" <<'PY'
-import asyncio, random, sys
-
-async def session(reader, writer, say_421, log):
-    try:
-        writer.write(b"220 idle-closing ESMTP\r\n")
-        idle = True  # waiting for HELO's successor, MAIL FROM, or QUIT: the server's time-out applies
-        while True:
-            try:
-                line = await (asyncio.wait_for(reader.readline(), random.uniform(0.01, 0.04)) if idle
-                              else reader.readline())
-            except asyncio.TimeoutError:
-                if say_421:
-                    writer.write(b"421 idle too long, closing\r\n")
-                    await writer.drain()
-                with open(log, "a") as f:
-                    f.write("closed\n")
-                break
-            if not line:
-                break
-            cmd = line.strip().upper()
-            idle = False
-            if cmd.startswith(b"HELO"):
-                writer.write(b"250 OK\r\n")
-                idle = True
-            elif cmd.startswith(b"MAIL FROM") or cmd.startswith(b"RCPT TO"):
-                writer.write(b"250 OK\r\n")
-            elif cmd == b"DATA":
-                writer.write(b"354 go ahead\r\n")
-                await writer.drain()
-                while (data := await reader.readline()) != b".\r\n":
-                    if not data:
-                        return
-                writer.write(b"250 OK id=idle\r\n")
-                idle = True
-            elif cmd == b"QUIT":
-                writer.write(b"221 closing\r\n")
-                await writer.drain()
-                break
-            else:
-                writer.write(b"500 unknown\r\n")
-            await writer.drain()
-    except ConnectionError:
-        pass
-    finally:
-        writer.close()
-
-async def main():
-    port, say_421, log = int(sys.argv[1]), sys.argv[2] == "421", sys.argv[3]
-    server = await asyncio.start_server(lambda r, w: session(r, w, say_421, log), "127.0.0.1", port, backlog=256)
-    async with server:
-        await server.serve_forever()
-
-asyncio.run(main())
-PY
 for mode in 421 silent; do
     iport=$(free_tcp_port)
     log=$tmp/idle_closes.$mode
     : > "$log"
-    python3 "$tmp/idle_smtp.py" "$iport" "$mode" "$log" &
+    mkdir -p "$tmp/idle_mail"
+    python3 "$here/fake_smtp.py" "$iport" "$tmp/idle_mail" --close-idle "$mode" "$log" &
     idled=$!
     pids+=("$idled")
     wait_tcp "$iport"
