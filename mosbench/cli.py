@@ -285,22 +285,34 @@ def report(run_refs, output: Path, store_url) -> None:
 @click.argument("run_refs", nargs=-1, required=True)
 @click.option("--include-interfered", is_flag=True,
               help="Compare trials that other programs interfered with too (left out by default).")
+@click.option("--fail-on-regression", "fail_on", type=float, default=None, metavar="PCT",
+              help="A gate: exit 1 when any matched point is significantly slower than the baseline by more "
+                   "than PCT percent (exit 0 otherwise, 2 for errors).")
+@click.option("--json", "as_json", is_flag=True, help="The comparison as JSON on stdout, for CI systems.")
 @store_option
-def compare(run_refs, include_interfered, store_url) -> None:
+def compare(run_refs, include_interfered, fail_on, as_json, store_url) -> None:
     """Runs compared with the first (RUN is an id or 'latest'): the environment's differences first,
     then each matched point's change with its 95% interval, flagged where Welch's t-test says so.
     Trials that other programs interfered with are left out unless --include-interfered."""
+    import json
+
     from mosbench.analysis import compare as comparing
     from mosbench.report import rows
 
     if len(run_refs) < 2:
         raise UserError("compare needs two runs or more: mosbench compare BASELINE OTHER [OTHER…]")
+    if fail_on is not None and not 0 <= fail_on < 100:
+        raise UserError(f"--fail-on-regression takes a percentage from 0 up to 100, not {fail_on:g}")
     db = store.Store(store_url)
     runs = [db.run(ref) for ref in run_refs]
     if len({r["id"] for r in runs}) < len(runs):
         raise UserError("compare was given the same run twice")
     series = [analysis.build_series(db.points(r["id"], with_samples=False)) for r in runs]
     found = comparing.compare_runs(runs, series, comparing.run_labels(runs), include_interfered)
+    regressed = comparing.regressions(found, fail_on) if fail_on is not None else []
+    if as_json:
+        click.echo(json.dumps(comparing.as_json(found, fail_on), indent=1))
+        sys.exit(1 if regressed else 0)
     out = _table_console()
     for model in rows.comparison_tables(found):
         out.print(table.render(model))
@@ -315,6 +327,18 @@ def compare(run_refs, include_interfered, store_url) -> None:
     out.print(f"{significant} significant change{'s' if significant != 1 else ''} "
               f"(Welch's t-test, p < {comparing.ALPHA}) among {sum(len(run) for run in found.changes)} points.",
               markup=False)
+    if fail_on is None:
+        return
+    if not regressed:
+        out.print(f"no point is significantly slower than the baseline by more than {fail_on:g}%", markup=False)
+        return
+    for label, c in regressed:
+        name = f"{c.workload}/{c.test}" if c.test else c.workload
+        out.print(f"REGRESSION {label}: {name} {c.variant} at {c.cores} cores: {c.ratio:.3f}× the baseline "
+                  f"[{c.low:.3f}, {c.high:.3f}], p {c.p:.2g}", markup=False, highlight=False)
+    out.print(f"{len(regressed)} point{'s' if len(regressed) != 1 else ''} significantly slower than the baseline "
+              f"by more than {fail_on:g}%", markup=False)
+    sys.exit(1)
 
 
 @cli.command()

@@ -136,3 +136,39 @@ def test_the_report_of_two_runs_opens_with_the_comparison(tmp_path):
     assert '<td class=" good">1.300 [1.277–1.323]</td>' in section and '<td class="l good">faster</td>' in section
     single = html.write(db, ["1"], tmp_path / "one.html").read_text()
     assert 'id="comparison"' not in single
+
+
+def test_the_gate_fails_on_a_significant_regression_past_its_threshold_and_says_which(tmp_path):
+    _store_with_two_runs(tmp_path)
+    store_path = str(tmp_path / "s.sqlite")
+    # Run 1 against run 2 is 1.3 times faster: no regression, whatever the threshold.
+    r = mosbench("compare", "1", "2", "--fail-on-regression", "5", "--store", store_path)
+    assert r.returncode == 0, r.stderr
+    assert "no point is significantly slower than the baseline by more than 5%" in r.stdout
+    # The other way round, getppid1 is 0.77 of the baseline: past 10%, not past 30%; open1 never.
+    r = mosbench("compare", "2", "1", "--fail-on-regression", "10", "--store", store_path)
+    assert r.returncode == 1, r.stderr
+    regressions = [line for line in r.stdout.splitlines() if line.startswith("REGRESSION")]
+    assert len(regressions) == 1 and "micro/getppid1" in regressions[0] and "0.769×" in regressions[0]
+    assert "1 point significantly slower than the baseline by more than 10%" in r.stdout
+    assert mosbench("compare", "2", "1", "--fail-on-regression", "30", "--store", store_path).returncode == 0
+    r = mosbench("compare", "2", "1", "--fail-on-regression", "150", "--store", store_path)
+    assert r.returncode == 2 and "percentage from 0 up to 100" in r.stderr
+
+
+def test_the_comparison_as_json_carries_every_point_and_the_regressions(tmp_path):
+    import json
+
+    _store_with_two_runs(tmp_path)
+    store_path = str(tmp_path / "s.sqlite")
+    r = mosbench("compare", "2", "1", "--json", "--fail-on-regression", "10", "--store", store_path)
+    assert r.returncode == 1, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["environment_differences"][0]["key"] == "kernel"
+    (run,) = doc["runs"]
+    by_test = {c["test"]: c for c in run["changes"]}
+    assert by_test["getppid1"]["ratio"] == pytest.approx(100 / 130) and by_test["getppid1"]["significant"]
+    assert by_test["getppid1"]["verdict"] == "slower" and by_test["open1"]["verdict"] == "no significant change"
+    assert [(x["test"], x["run"]) for x in doc["regressions"]] == [("getppid1", run["label"])]
+    plain = json.loads(mosbench("compare", "1", "2", "--json", "--store", store_path).stdout)
+    assert "regressions" not in plain and plain["baseline"] == doc["runs"][0]["label"]

@@ -86,6 +86,16 @@ class Change:
             return "no significant change"
         return "faster" if self.ratio > 1 else "slower"
 
+    def regressed(self, percent: float) -> bool:
+        """Significantly slower than the baseline by more than `percent` (the mean's ratio, not its interval)."""
+        return self.significant and self.ratio is not None and self.ratio < 1 - percent / 100
+
+    def as_json(self) -> dict[str, Any]:
+        return {"workload": self.workload, "test": self.test, "variant": self.variant, "cores": self.cores,
+                "base": list(self.base), "other": list(self.other), "ratio": self.ratio, "low": self.low,
+                "high": self.high, "p": self.p, "significant": self.significant, "verdict": self.verdict,
+                "note": self.note}
+
 
 def welch(base: list[float], other: list[float]) -> tuple[float, float | None, float | None, float | None]:
     """Ratio of means, its 95% interval and Welch's p-value.
@@ -149,6 +159,28 @@ class Comparison:
     labels: list[str]  # the baseline's first
     differences: list[tuple[str, list[str]]]
     changes: list[list[Change]]  # per run after the baseline, against it
+
+
+def regressions(found: Comparison, percent: float) -> list[tuple[str, Change]]:
+    """Every matched point of every run significantly slower than the baseline by more than `percent`,
+    with the run's label."""
+    return [(label, c) for label, run in zip(found.labels[1:], found.changes, strict=True) for c in run
+            if c.regressed(percent)]
+
+
+def as_json(found: Comparison, fail_on: float | None) -> dict[str, Any]:
+    """The comparison for a CI system: the environment's differences, every matched point per run, and,
+    with a threshold, the regressions past it."""
+    out: dict[str, Any] = {
+        "baseline": found.labels[0], "alpha": ALPHA,
+        "environment_differences": [{"key": k, "values": v} for k, v in found.differences],
+        "runs": [{"label": label, "changes": [c.as_json() for c in run]}
+                 for label, run in zip(found.labels[1:], found.changes, strict=True)],
+    }
+    if fail_on is not None:
+        out["fail_on_regression_percent"] = fail_on
+        out["regressions"] = [{"run": label, **c.as_json()} for label, c in regressions(found, fail_on)]
+    return out
 
 
 def compare_runs(runs: list[dict[str, Any]], series: list[list[Series]], labels: list[str],
