@@ -160,7 +160,7 @@ def test_a_runs_estimate_counts_the_steps_a_point_takes_before_its_warmup():
     keys = p.points()
     assert [(k.test, k.cores) for k in keys] == [("files", 1), ("files", 2), ("baseline", 1), ("close", 1),
                                                  ("close", 2)]
-    step = steps.STEP_WARMUP_S + 1.0 + 0.2
+    step = steps.STEP_WARMUP_S + 1.0 + steps.STEP_START_STOP_S
     window = 1.0 + 2.0 + 0.5
     # files: 1, 2, 4, 8 connections searched; baseline: the maximum and ten rates; close: none.
     assert p.seconds(keys) == pytest.approx(5 * window + 2 * 4 * step + 11 * step)

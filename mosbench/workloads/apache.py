@@ -104,6 +104,7 @@ class ApacheInstance(ServerInstance):
         super().__init__(ctx, count)
         self.file_set = ctx.test in FILE_SET_TESTS
         self.extra: dict[str, Any] = {}
+        self.steps_taken = 0
         connections = max(1, ctx.params["connections"] * len(ctx.cpus) // count)  # per port
         docroot = ctx.scratch / "htdocs"
         docroot.mkdir()
@@ -142,10 +143,10 @@ class ApacheInstance(ServerInstance):
             raise
 
     def _step(self, client: list[str], connections: int, rate: float | None = None) -> steps.Step:
-        self.steps_taken = getattr(self, "steps_taken", 0) + 1
+        self.steps_taken += 1
         return steps.run_step(self.ctx, f"httpload-step{self.steps_taken}",
                               [*client, "--connections-per-port", str(connections), "--host", self.host], connections,
-                              self.ctx.params["qos_step_s"] or 1.0, rate)
+                              _step_s(self.ctx.params), rate)
 
     def _highest_meeting_qos(self, client: list[str], most: int) -> int:
         best, taken = steps.highest_meeting_qos(lambda c: self._step(client, c), most)
@@ -180,6 +181,11 @@ class ApacheInstance(ServerInstance):
             if log.exists():
                 parts.append("\n".join(log.read_text(errors="replace").splitlines()[-10:]))
         return "\n".join(p for p in parts if p)
+
+
+def _step_s(params: dict[str, Any]) -> float:
+    """A step's window: qos_step_s, which is 0 when files skips its search (the baseline still steps)."""
+    return params.get("qos_step_s") or 1.0
 
 
 def _per_request(metrics: dict[str, Any], key: str) -> str:
@@ -240,7 +246,7 @@ class Apache(ServerWorkload):
         return test != "baseline" or cores == 1
 
     def setup_seconds(self, test: str, params: dict[str, Any]) -> float:
-        step = steps.STEP_WARMUP_S + (params.get("qos_step_s") or 1.0) + 0.2  # a client's start and stop
+        step = steps.step_seconds(_step_s(params))
         if test == "files" and params.get("qos_step_s"):
             return len(steps.connection_steps(params.get("connections", 8))) * step
         if test == "baseline":

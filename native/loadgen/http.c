@@ -152,9 +152,9 @@ static void judge(struct load_thread *t, const struct httpload *h, long bytes, u
 	/* SPECweb judges a page by its time and a download by its byte rate: a small answer cannot come
 	 * at 99000 bytes/s however fast, and a large one may take longer than 3 s at a fine rate. An answer
 	 * meeting either is judged met. */
-	double rate = bytes && latency_ns ? (double)bytes * 1e9 / (double)latency_ns : INFINITY;
 	if (!t->in_window)
 		return;
+	double rate = bytes && latency_ns ? (double)bytes * 1e9 / (double)latency_ns : INFINITY;
 	ht->good += rate >= h->good_rate || latency_ns <= h->good_ns;
 	ht->tolerable += rate >= h->tolerable_rate || latency_ns <= h->tolerable_ns;
 }

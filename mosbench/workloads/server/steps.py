@@ -18,9 +18,10 @@ from typing import Any
 from mosbench.errors import PointFailed
 from mosbench.machine import accounting
 from mosbench.workloads.base import PointContext
-from mosbench.workloads.server.loadgen import AFTER, WINDOW, LoadGenerator
+from mosbench.workloads.server.loadgen import AFTER, WINDOW, LoadGenerator, client_metrics
 
 STEP_WARMUP_S = 0.3
+STEP_START_STOP_S = 0.2  # a client's start, statistics file and result, as seen here
 GOOD_SHARE, TOLERABLE_SHARE = 0.95, 0.99  # SPECweb2005's TIME_GOOD_PCT and TIME_TOL_PCT
 
 
@@ -85,18 +86,22 @@ def run_step(ctx: PointContext, name: str, argv: list[str], connections: int, se
     window = result.get("window_s") or (t1 - t0)
     usage = accounting.usage(before, after, ctx.cpus)
     kilobytes = result.get("bytes", 0) / 1000
-    lat = result.get("latency_ns") or {}
-    due = result.get("due")
+    us_per_kilobyte = accounting.per_unit_us(usage.user + usage.system, kilobytes)
+    figures = client_metrics(result)
     return Step(
         connections=connections, rate=rate, done=result.get("done", 0), lost=result.get("lost", 0),
         good=result.get("good", result.get("done", 0)), tolerable=result.get("tolerable", result.get("done", 0)),
         requests_per_s=round(result.get("done", 0) / window, 1), kilobytes_per_s=round(kilobytes / window, 1),
         server_busy=round(usage.busy_fraction, 4),
-        server_us_per_kilobyte=round(accounting.per_unit_us(usage.user + usage.system, kilobytes) or 0, 3)
-        if kilobytes else None,
-        latency_p50_us=round(lat.get("p50", 0) / 1000, 1), latency_p99_us=round(lat.get("p99", 0) / 1000, 1),
-        schedule_kept=round(result.get("sent", 0) / due, 4) if due else None,
+        server_us_per_kilobyte=None if us_per_kilobyte is None else round(us_per_kilobyte, 3),
+        latency_p50_us=figures.get("latency_p50_us", 0.0), latency_p99_us=figures.get("latency_p99_us", 0.0),
+        schedule_kept=figures.get("schedule_kept"),
     )
+
+
+def step_seconds(seconds: float) -> float:
+    """What one step of `seconds` takes in all: the client's start, its warm-up, the window, its stop."""
+    return STEP_WARMUP_S + seconds + STEP_START_STOP_S
 
 
 def connection_steps(most: int) -> list[int]:
