@@ -17,14 +17,6 @@
 
 _Static_assert(sizeof(struct bonsai_node) == 64, "a node is one cache line's worth");
 
-#if defined(__SANITIZE_THREAD__)
-#define BONSAI_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define BONSAI_TSAN 1
-#endif
-#endif
-
 /*
  * ThreadSanitizer cannot see an RCU grace period: liburcu's readers announce themselves with volatile
  * stores and compiler barriers, its writers wait with membarrier and volatile loads, all inside the
@@ -42,15 +34,7 @@ _Static_assert(sizeof(struct bonsai_node) == 64, "a node is one cache line's wor
  * Nothing else is annotated: publication (release store of the root, acquire/consume loads) is plain
  * C11 and TSan checks it as it is.
  */
-#ifdef BONSAI_TSAN
-void __tsan_acquire(void *addr);
-void __tsan_release(void *addr);
-#define tsan_acquire(addr) __tsan_acquire(addr)
-#define tsan_release(addr) __tsan_release(addr)
-#else
-#define tsan_acquire(addr) ((void)(addr))
-#define tsan_release(addr) ((void)(addr))
-#endif
+#include "tsan.h"
 
 static char grace_period;	/* TSan's sync object for "a grace period has passed", see above */
 

@@ -20,14 +20,6 @@ struct skiplist_node {
 	_Atomic uintptr_t next[];	/* height words */
 };
 
-#if defined(__SANITIZE_THREAD__)
-#define SKIPLIST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SKIPLIST_TSAN 1
-#endif
-#endif
-
 /*
  * ThreadSanitizer cannot see liburcu's grace periods (its accesses are uninstrumented volatiles and
  * membarrier), so to it the free after a grace period races with every lookup that read the node. The
@@ -41,22 +33,9 @@ struct skiplist_node {
  * calling thread's memory accesses for that one call: the library is uninstrumented and runs no
  * callback on this thread, so the only accesses ignored are liburcu's own allocations.
  */
-#ifdef SKIPLIST_TSAN
-void __tsan_acquire(void *addr);
-void __tsan_release(void *addr);
-void __tsan_ignore_thread_begin(void);
-void __tsan_ignore_thread_end(void);
-static char grace_period;
-#define tsan_acquire(addr) __tsan_acquire(addr)
-#define tsan_release(addr) __tsan_release(addr)
-#define tsan_ignore_begin() __tsan_ignore_thread_begin()
-#define tsan_ignore_end() __tsan_ignore_thread_end()
-#else
-#define tsan_acquire(addr) ((void)0)
-#define tsan_release(addr) ((void)0)
-#define tsan_ignore_begin() ((void)0)
-#define tsan_ignore_end() ((void)0)
-#endif
+#include "tsan.h"
+
+static char grace_period;	/* TSan's sync object for "the critical sections before now have ended" */
 
 static void read_lock(void)
 {
