@@ -13,15 +13,13 @@
  *            values included.
  */
 #include "scale/radix.h"
-#include "stress.h"
+#include "keymap.h"
 
 #include <errno.h>
 
 #define SINGLE_KEYS 5000
 #define PRIVATE_KEYS 700
-#define SHARED_KEYS 32
 #define INSTALL_ROUNDS 200
-#define KEY_OF(v) ((v) & 0xff)
 
 /* A top-level boundary (bit 27) in the middle of the private ranges. */
 #define PRIVATE_BASE ((UINT64_C(5) << 27) - 2000)
@@ -31,8 +29,7 @@ static struct radix tree;
 static unsigned nthreads;
 static bool interleaved;
 static uint64_t (*states)[PRIVATE_KEYS];
-static _Atomic uint64_t inserts[SHARED_KEYS], deletes[SHARED_KEYS];
-static _Atomic uint64_t inserted_sum[SHARED_KEYS], deleted_sum[SHARED_KEYS];
+static struct keymap_shared shared;
 static _Atomic long ops;
 
 static void single(void)
@@ -141,37 +138,32 @@ static uint64_t private_key(unsigned owner, unsigned j)
 	return PRIVATE_BASE + (interleaved ? (uint64_t)j * nthreads + owner : (uint64_t)owner * PRIVATE_KEYS + j);
 }
 
+static int map_insert(uint64_t key, uint64_t value, uint64_t random)
+{
+	(void)random;
+	return radix_insert(&tree, key, value);
+}
+
+static bool map_lookup(uint64_t key, uint64_t *value)
+{
+	return radix_lookup(&tree, key, value);
+}
+
+static bool map_remove(uint64_t key, uint64_t *value)
+{
+	return radix_delete(&tree, key, value);
+}
+
+static const struct keymap_ops map = { .insert = map_insert, .lookup = map_lookup, .remove = map_remove };
+
 static void private_body(struct stress_worker *w)
 {
-	uint64_t *mine = states[w->id], seq = 0, v;
+	uint64_t *mine = states[w->id], seq = 0;
 	long n = 0;
 	while (stress_running(w)) {
 		unsigned j = (unsigned)(stress_rand(w) % PRIVATE_KEYS);
-		uint64_t key = private_key(w->id, j), r = stress_rand(w);
-		switch (r % 4) {
-		case 0:
-		case 1: {
-			uint64_t value = (uint64_t)(w->id + 1) << 40 | ++seq;
-			int rc = radix_insert(&tree, key, value);
-			CHECK(rc == (mine[j] ? EEXIST : 0), "thread %u key %llu: insert returned %d", w->id,
-			      (unsigned long long)key, rc);
-			if (!rc)
-				mine[j] = value;
-			CHECK(radix_lookup(&tree, key, &v) && v == mine[j], "thread %u: key %llu missing after insert",
-			      w->id, (unsigned long long)key);
-			break;
-		}
-		case 2:
-			CHECK(radix_lookup(&tree, key, &v) == (mine[j] != 0) && (!mine[j] || v == mine[j]),
-			      "thread %u key %llu: lookup disagrees with the owner", w->id, (unsigned long long)key);
-			break;
-		default:
-			CHECK(radix_delete(&tree, key, &v) == (mine[j] != 0) && (!mine[j] || v == mine[j]),
-			      "thread %u key %llu: delete disagrees with the owner", w->id, (unsigned long long)key);
-			mine[j] = 0;
-			CHECK(!radix_lookup(&tree, key, NULL), "thread %u: key %llu found after its delete", w->id,
-			      (unsigned long long)key);
-		}
+		uint64_t r = stress_rand(w);
+		keymap_private_step(w, &map, private_key(w->id, j), &mine[j], &seq, r);
 		n++;
 		if (r % 4096 == 0)
 			stress_migrate(w);
@@ -181,17 +173,13 @@ static void private_body(struct stress_worker *w)
 
 static void run_private(struct stress_worker *w)
 {
-	uint64_t v;
 	CHECK(radix_init(&tree) == 0, "init");
 	states = calloc(nthreads, sizeof(*states));
 	CHECK(states, "out of memory");
 	stress_run(nthreads, stress_seconds(), private_body, NULL, w);
 	for (unsigned t = 0; t < nthreads; t++)
-		for (unsigned j = 0; j < PRIVATE_KEYS; j++) {
-			uint64_t key = private_key(t, j);
-			CHECK(radix_lookup(&tree, key, &v) == (states[t][j] != 0) && (!states[t][j] || v == states[t][j]),
-			      "key %llu of thread %u: final state differs", (unsigned long long)key, t);
-		}
+		for (unsigned j = 0; j < PRIVATE_KEYS; j++)
+			keymap_private_final(&map, private_key(t, j), t, states[t][j]);
 	radix_destroy(&tree);
 	free(states);
 	printf("PASS radix private %s keys (%u threads on %u CPUs)\n", interleaved ? "interleaved" : "range",
@@ -200,34 +188,12 @@ static void run_private(struct stress_worker *w)
 
 static void shared_body(struct stress_worker *w)
 {
-	uint64_t seq = 0, v;
+	uint64_t seq = 0;
 	long n = 0;
 	while (stress_running(w)) {
-		unsigned k = (unsigned)(stress_rand(w) % SHARED_KEYS);
-		uint64_t key = SHARED_BASE + k, r = stress_rand(w);
-		switch (r % 3) {
-		case 0: {
-			uint64_t value = (uint64_t)(w->id + 1) << 48 | ++seq << 8 | k;
-			int rc = radix_insert(&tree, key, value);
-			CHECK(rc == 0 || rc == EEXIST, "insert returned %d", rc);
-			if (!rc) {
-				atomic_fetch_add(&inserts[k], 1);
-				atomic_fetch_add(&inserted_sum[k], value);
-			}
-			break;
-		}
-		case 1:
-			if (radix_lookup(&tree, key, &v))
-				CHECK(KEY_OF(v) == k, "key %u holds the value of key %llu", k, (unsigned long long)KEY_OF(v));
-			break;
-		default:
-			if (radix_delete(&tree, key, &v)) {
-				CHECK(KEY_OF(v) == k, "key %u deleted the value of key %llu", k,
-				      (unsigned long long)KEY_OF(v));
-				atomic_fetch_add(&deletes[k], 1);
-				atomic_fetch_add(&deleted_sum[k], v);
-			}
-		}
+		unsigned k = (unsigned)(stress_rand(w) % KEYMAP_SHARED_KEYS);
+		uint64_t r = stress_rand(w);
+		keymap_shared_step(w, &map, &shared, k, SHARED_BASE + k, &seq, r, r);
 		n++;
 		if (r % 4096 == 0)
 			stress_migrate(w);
@@ -237,19 +203,10 @@ static void shared_body(struct stress_worker *w)
 
 static void run_shared(struct stress_worker *w)
 {
-	uint64_t v, total = 0;
+	size_t present;
 	CHECK(radix_init(&tree) == 0, "init");
 	stress_run(nthreads, stress_seconds(), shared_body, NULL, w);
-	for (unsigned k = 0; k < SHARED_KEYS; k++) {
-		uint64_t ins = atomic_load(&inserts[k]), del = atomic_load(&deletes[k]);
-		bool present = radix_lookup(&tree, SHARED_BASE + k, &v);
-		CHECK(ins - del == present, "key %u: %llu inserts, %llu deletes, %s", k, (unsigned long long)ins,
-		      (unsigned long long)del, present ? "present" : "absent");
-		CHECK(atomic_load(&inserted_sum[k]) - atomic_load(&deleted_sum[k]) == (present ? v : 0),
-		      "key %u: the values deleted are not those inserted", k);
-		total += ins;
-	}
-	CHECK(total > 100, "only %llu inserts succeeded", (unsigned long long)total);
+	uint64_t total = keymap_shared_final(&map, &shared, SHARED_BASE, &present);
 	CHECK(radix_nodes(&tree) == 4, "%zu nodes for one leaf's keys", radix_nodes(&tree));
 	radix_destroy(&tree);
 	printf("PASS radix shared range: %llu inserts (%u threads on %u CPUs)\n", (unsigned long long)total,

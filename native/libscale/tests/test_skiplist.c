@@ -14,22 +14,19 @@
  * LSan one never freed.
  */
 #include "scale/skiplist.h"
-#include "stress.h"
+#include "keymap.h"
 
 #include <errno.h>
 #include <urcu.h>
 
 #define SINGLE_KEYS 5000
 #define PRIVATE_KEYS 128
-#define SHARED_KEYS 32
-#define KEY_OF(v) ((v) & 0xff)	/* shared values carry their key, so a lookup can tell a wrong one */
 
 static struct skiplist list;
 static unsigned nthreads;
 static bool interleaved;
 static uint64_t (*states)[PRIVATE_KEYS];	/* per thread: the value each of its keys holds, 0 absent */
-static _Atomic uint64_t inserts[SHARED_KEYS], deletes[SHARED_KEYS];
-static _Atomic uint64_t inserted_sum[SHARED_KEYS], deleted_sum[SHARED_KEYS];
+static struct keymap_shared shared;
 static _Atomic long ops, checks;
 
 static void single(void)
@@ -123,40 +120,34 @@ static uint64_t private_key(unsigned owner, unsigned j)
 	return interleaved ? (uint64_t)j * nthreads + owner : (uint64_t)owner * PRIVATE_KEYS + j;
 }
 
+static int map_insert(uint64_t key, uint64_t value, uint64_t random)
+{
+	return skiplist_insert(&list, key, value, random);
+}
+
+static bool map_lookup(uint64_t key, uint64_t *value)
+{
+	return skiplist_lookup(&list, key, value);
+}
+
+static bool map_remove(uint64_t key, uint64_t *value)
+{
+	return skiplist_delete(&list, key, value);
+}
+
+static const struct keymap_ops map = { .insert = map_insert, .lookup = map_lookup, .remove = map_remove };
+
 static void private_body(struct stress_worker *w)
 {
-	uint64_t *mine = states[w->id], seq = 0, v;
+	uint64_t *mine = states[w->id], seq = 0;
 	long n = 0;
 	rcu_register_thread();
 	if (w->id == 0)
 		checker(w);
 	while (w->id && stress_running(w)) {
 		unsigned j = (unsigned)(stress_rand(w) % PRIVATE_KEYS);
-		uint64_t key = private_key(w->id, j), r = stress_rand(w);
-		switch (r % 4) {
-		case 0:
-		case 1: {
-			uint64_t value = (uint64_t)(w->id + 1) << 40 | ++seq;
-			int rc = skiplist_insert(&list, key, value, r);
-			CHECK(rc == (mine[j] ? EEXIST : 0), "thread %u key %llu: insert returned %d", w->id,
-			      (unsigned long long)key, rc);
-			if (!rc)
-				mine[j] = value;
-			CHECK(skiplist_lookup(&list, key, &v) && v == mine[j], "thread %u: key %llu missing after insert",
-			      w->id, (unsigned long long)key);
-			break;
-		}
-		case 2:
-			CHECK(skiplist_lookup(&list, key, &v) == (mine[j] != 0) && (!mine[j] || v == mine[j]),
-			      "thread %u key %llu: lookup disagrees with the owner", w->id, (unsigned long long)key);
-			break;
-		default:
-			CHECK(skiplist_delete(&list, key, &v) == (mine[j] != 0) && (!mine[j] || v == mine[j]),
-			      "thread %u key %llu: delete disagrees with the owner", w->id, (unsigned long long)key);
-			mine[j] = 0;
-			CHECK(!skiplist_lookup(&list, key, NULL), "thread %u: key %llu found after its delete", w->id,
-			      (unsigned long long)key);
-		}
+		uint64_t r = stress_rand(w);
+		keymap_private_step(w, &map, private_key(w->id, j), &mine[j], &seq, r);
 		n++;
 		if (r % 4096 == 0)
 			stress_migrate(w);
@@ -168,16 +159,13 @@ static void private_body(struct stress_worker *w)
 static void run_private(struct stress_worker *w)
 {
 	size_t n, expect = 0;
-	uint64_t v;
 	CHECK(skiplist_init(&list) == 0, "init");
 	states = calloc(nthreads, sizeof(*states));
 	CHECK(states, "out of memory");
 	stress_run(nthreads, stress_seconds(), private_body, NULL, w);
 	for (unsigned t = 1; t < nthreads; t++)
 		for (unsigned j = 0; j < PRIVATE_KEYS; j++) {
-			uint64_t key = private_key(t, j);
-			CHECK(skiplist_lookup(&list, key, &v) == (states[t][j] != 0) && (!states[t][j] || v == states[t][j]),
-			      "key %llu of thread %u: final state differs", (unsigned long long)key, t);
+			keymap_private_final(&map, private_key(t, j), t, states[t][j]);
 			expect += states[t][j] != 0;
 		}
 	CHECK(skiplist_check(&list, true, &n) && n == expect, "final order, %zu keys for %zu", n, expect);
@@ -189,38 +177,16 @@ static void run_private(struct stress_worker *w)
 
 static void shared_body(struct stress_worker *w)
 {
-	uint64_t seq = 0, v;
+	uint64_t seq = 0;
 	long n = 0;
 	rcu_register_thread();
 	if (w->id == 0)
 		checker(w);
 	while (w->id && stress_running(w)) {
-		unsigned k = (unsigned)(stress_rand(w) % SHARED_KEYS);
+		unsigned k = (unsigned)(stress_rand(w) % KEYMAP_SHARED_KEYS);
 		/* Four more bits of the height's word set with probability 3/4: towers of 4 levels on average. */
 		uint64_t r = stress_rand(w), random = r | (stress_rand(w) & UINT64_C(0xf00000000));
-		switch (r % 3) {
-		case 0: {
-			uint64_t value = (uint64_t)(w->id + 1) << 48 | ++seq << 8 | k;
-			int rc = skiplist_insert(&list, k, value, random);
-			CHECK(rc == 0 || rc == EEXIST, "insert returned %d", rc);
-			if (!rc) {
-				atomic_fetch_add(&inserts[k], 1);
-				atomic_fetch_add(&inserted_sum[k], value);
-			}
-			break;
-		}
-		case 1:
-			if (skiplist_lookup(&list, k, &v))
-				CHECK(KEY_OF(v) == k, "key %u holds the value of key %llu", k, (unsigned long long)KEY_OF(v));
-			break;
-		default:
-			if (skiplist_delete(&list, k, &v)) {
-				CHECK(KEY_OF(v) == k, "key %u deleted the value of key %llu", k,
-				      (unsigned long long)KEY_OF(v));
-				atomic_fetch_add(&deletes[k], 1);
-				atomic_fetch_add(&deleted_sum[k], v);
-			}
-		}
+		keymap_shared_step(w, &map, &shared, k, k, &seq, r, random);
 		n++;
 		if (r % 4096 == 0)
 			stress_migrate(w);
@@ -231,21 +197,10 @@ static void shared_body(struct stress_worker *w)
 
 static void run_shared(struct stress_worker *w)
 {
-	size_t n, expect = 0;
-	uint64_t v, total = 0;
+	size_t n, expect;
 	CHECK(skiplist_init(&list) == 0, "init");
 	stress_run(nthreads, stress_seconds(), shared_body, NULL, w);
-	for (unsigned k = 0; k < SHARED_KEYS; k++) {
-		uint64_t ins = atomic_load(&inserts[k]), del = atomic_load(&deletes[k]);
-		bool present = skiplist_lookup(&list, k, &v);
-		CHECK(ins - del == present, "key %u: %llu inserts, %llu deletes, %s", k, (unsigned long long)ins,
-		      (unsigned long long)del, present ? "present" : "absent");
-		CHECK(atomic_load(&inserted_sum[k]) - atomic_load(&deleted_sum[k]) == (present ? v : 0),
-		      "key %u: the values deleted are not those inserted", k);
-		expect += present;
-		total += ins;
-	}
-	CHECK(total > 100, "only %llu inserts succeeded", (unsigned long long)total);
+	uint64_t total = keymap_shared_final(&map, &shared, 0, &expect);
 	CHECK(skiplist_check(&list, true, &n) && n == expect, "final order, %zu keys for %zu", n, expect);
 	skiplist_destroy(&list);
 	printf("PASS skiplist shared range: %llu inserts (%u threads on %u CPUs)\n", (unsigned long long)total,
