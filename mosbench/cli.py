@@ -24,6 +24,7 @@ from mosbench.machine import lock as machine_lock
 from mosbench.machine import placement as placing
 from mosbench.machine.isolation import ISOLATIONS
 from mosbench.report import table
+from mosbench.run import plan as plan_mod
 from mosbench.run import profiler as profile
 from mosbench.store import db as store
 
@@ -118,7 +119,11 @@ def cli() -> None:
 @click.option("--cores", default=None, help="Core counts: 1,2,4..48,max (a..b doubles, a..b:s steps). "
               "Default: 1, doublings and every L3/socket/SMT boundary of this machine.")
 @click.option("--variant", "--mode", "variants", callback=_comma_list, help="Variants to run (default all).")
-@click.option("--trials", default=3, show_default=True, type=click.IntRange(1, 100))
+@click.option("--trials", "trials_spec", default="3", show_default=True, metavar="N|auto[:MAX]",
+              help="Trials per point, or auto: 3, then more (a round over the sweep at a time) for each point "
+                   "whose 95%% interval is wider than --precision, up to MAX (10).")
+@click.option("--precision", type=click.FloatRange(0.1, 50), metavar="PERCENT",
+              help="With --trials auto: the 95%% interval of a point's mean to reach, ± this share of it (2).")
 @click.option("--duration", default=5.0, show_default=True, type=FiniteFloat(0.1), help="Window seconds.")
 @click.option("--warmup", default=2.0, show_default=True, type=FiniteFloat(0), help="Warm-up seconds.")
 @click.option("--interval", default=1.0, show_default=True, type=FiniteFloat(0),
@@ -139,8 +144,8 @@ def cli() -> None:
               help="Measure an interfered point again, up to N times.")
 @click.option("--no-wait", is_flag=True, help="Refuse (exit 2) rather than wait while another run measures.")
 @store_option
-def run(selections, cores, variants, trials, duration, warmup, interval, placement, isolation, params, profiling,
-        label, resume_ref, max_interference, retry_interfered, no_wait, store_url) -> None:
+def run(selections, cores, variants, trials_spec, precision, duration, warmup, interval, placement, isolation, params,
+        profiling, label, resume_ref, max_interference, retry_interfered, no_wait, store_url) -> None:
     """Run SELECTIONS (workload or workload/test) over core counts, storing every point."""
     from mosbench.run import start
     from mosbench.run.sweep import Sweep  # the sweep pulls in rich's live display; keep `list` fast
@@ -154,9 +159,13 @@ def run(selections, cores, variants, trials, duration, warmup, interval, placeme
         db = store.Store(store_url)
         previous, the_plan = start.stored_plan(db, resume_ref, topo)
     else:
+        trials, trials_max = plan_mod.parse_trials(trials_spec)
+        if precision is not None and not trials_max:
+            raise UserError("--precision is the target of --trials auto; give --trials auto with it")
         the_plan = start.new_plan(start.Request(
             list(selections), cores, variants, trials, warmup, duration, interval, placement, isolation,
-            list(params), profiling, max_interference / 100, retry_interfered), topo)
+            list(params), profiling, max_interference / 100, retry_interfered, trials_max,
+            (precision if precision is not None else 2.0) / 100), topo)
     # A run that refuses to wait (--no-wait) has made nothing, not even a new store.
     with machine_lock.held(command, wait=not no_wait, waiting=_say_waiting) as lock:
         if resume_ref:
@@ -166,8 +175,12 @@ def run(selections, cores, variants, trials, duration, warmup, interval, placeme
             run_id, skip = start.create(db, the_plan, topo, command, label), set()
         lock.note(run_id, db.shown_url)
         left = [k for k in the_plan.points() if (k.workload, k.test, k.variant, k.cores, k.trial) not in skip]
-        err_console.print(f"run #{run_id}: {len(left)} points, cores {the_plan.cores}, "
-                          f"about {the_plan.seconds(left) / 60:.1f} min")
+        most = ""
+        if the_plan.auto:
+            most = (f", up to {the_plan.seconds(left) * the_plan.trials_max / the_plan.trials / 60:.1f} min "
+                    f"if every point takes {the_plan.trials_max} trials")
+        err_console.print(f"run #{run_id}: {len(left)} points ({the_plan.trials_text()}), cores {the_plan.cores}, "
+                          f"about {the_plan.seconds(left) / 60:.1f} min{most}")
         with harness_priority() as scheduling:
             db.note_environment(run_id, harness_scheduling=scheduling)
             if the_plan.profile:

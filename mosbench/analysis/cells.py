@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mosbench import workloads
+from mosbench.analysis.precision import relative_half_width
 from mosbench.errors import UserError
 from mosbench.machine.accounting import per_unit_us, server_seconds, shares
 from mosbench.workloads.base import MetricColumn, MetricFigure, PointNote, Workload, base_variant
@@ -55,6 +56,11 @@ class Cell:
     def per_core(self) -> list[float]:
         """Every ok trial's work/s/core."""
         return [t.per_core for t in self.trials]
+
+    @property
+    def half_width(self) -> float | None:
+        """The 95% interval of the mean per-core throughput, ± this share of it (uninterfered trials)."""
+        return relative_half_width([t.per_core for t in self.trials if not t.interfered])
 
     @property
     def best_trial(self) -> Trial | None:

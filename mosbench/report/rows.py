@@ -103,7 +103,7 @@ def cell_tables(series: list[Series]) -> list[TableModel]:
         cols = [Column("variant", left=True), Column("cores"), Column("cpus", left=True, wraps=True)]
         if any_client:
             cols.append(Column("client cpus", left=True, wraps=True))
-        cols += [Column(f"best /{per}/core"), Column("median"), Column("min–max"), Column("n"),
+        cols += [Column(f"best /{per}/core"), Column("median"), Column("min–max"), Column("n"), Column("±95%"),
                  Column(f"user {cpu_name}"), Column(f"sys {cpu_name}")]
         if any_client:
             cols.append(Column(f"client {cpu_name} u+s"))
@@ -124,7 +124,7 @@ def cell_tables(series: list[Series]) -> list[TableModel]:
                 if any_client:
                     row.append((c.loadgen or "") + (" (shared)" if c.loadgen and c.loadgen_shared else ""))
                 row += [si(c.best and c.best * factor), si(c.median and c.median * factor), spread,
-                        str(len(c.trials)), _num(best and best.user_us_per_unit, cpu_scale),
+                        str(len(c.trials)), _plus_minus(c.half_width), _num(best and best.user_us_per_unit, cpu_scale),
                         _num(best and best.system_us_per_unit, cpu_scale)]
                 if any_client:
                     row.append(f"{_num(best.client_user_us_per_unit, cpu_scale)}+"
@@ -151,6 +151,11 @@ def cell_tables(series: list[Series]) -> list[TableModel]:
 
 HIDDEN_METRICS = {"driver_pid", "client_bound", "latency_p99_us",  # shown in columns of their own
                   "interference", "interfered_attempts"}  # in the limit column
+
+
+def _plus_minus(share: float | None) -> str:
+    """The 95% interval's half-width as a share of the mean; "–" with fewer than two trials."""
+    return "–" if share is None else f"±{share:.1%}" if share < 0.1 else f"±{share:.0%}"
 
 
 def limit_text(trials: list[Trial], notes: list[list[PointNote]]) -> tuple[str, bool]:

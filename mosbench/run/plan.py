@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mosbench import workloads
+from mosbench.analysis import precision
 from mosbench.errors import UserError
 
 
@@ -41,16 +42,54 @@ class Plan:
     # (machine/interference.py), and measured again up to retry_interfered times.
     max_interference: float = 0.02
     retry_interfered: int = 0
+    # --trials auto[:MAX]: `trials` first, then more, a round at a time, for every point whose 95%
+    # interval is wider than ±precision of its mean, up to trials_max. 0: exactly `trials`.
+    trials_max: int = 0
+    precision: float = 0.02
+
+    @property
+    def auto(self) -> bool:
+        return self.trials_max > 0
 
     def points(self) -> list[PointKey]:
-        """Variants innermost, so a stock/scalable pair is measured side by side in time."""
+        """Variants innermost, so a stock/scalable pair is measured side by side in time. With --trials
+        auto, trials outermost: every point's first trial, then every point's second, …, so drift over
+        the run spreads across a point's trials instead of looking like precision."""
         keys = []
         for w, t in self.selections:
             wl = workloads.get(w)
             has = set(wl.variants_for(t))
             keys.extend(PointKey(w, t, v, n, trial) for n in self.cores for trial in range(1, self.trials + 1)
                         for v in self.variants[w] if v in has and wl.measures(t, v, n))
+        if self.auto:
+            keys.sort(key=lambda k: k.trial)  # stable: within a round, the order above
         return keys
+
+    def next_round(self, stored: list[dict[str, Any]]) -> list[PointKey]:
+        """--trials auto: one more trial of each point that is not yet sure enough (analysis/precision),
+        judged on the run's stored points."""
+        if not self.auto:
+            return []
+        cells: dict[tuple[str, str, str, int], tuple[int, list[float]]] = {}
+        for p in stored:
+            taken, values = cells.get((p["workload"], p["test"], p["variant"], p["cores"]), (0, []))
+            taken = max(taken, p["trial"])
+            if p["status"] == "ok" and not p.get("interfered"):
+                values = [*values, p["throughput"]]
+            cells[(p["workload"], p["test"], p["variant"], p["cores"])] = (taken, values)
+        wanted = []
+        for k in self.points():
+            if k.trial != 1:
+                continue
+            taken, values = cells.get((k.workload, k.test, k.variant, k.cores), (0, []))
+            if taken >= self.trials and precision.Cell(taken, values).wants_more(self.precision, self.trials_max):
+                wanted.append(PointKey(k.workload, k.test, k.variant, k.cores, taken + 1))
+        return wanted
+
+    def trials_text(self) -> str:
+        if not self.auto:
+            return f"{self.trials} trials"
+        return f"{self.trials} to {self.trials_max} trials until ±{self.precision:.1%}"
 
     def seconds(self, keys: list[PointKey]) -> float:
         """About how long these points take: each one's warm-up, window and setup."""
@@ -88,6 +127,28 @@ def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
 # PLAN_MIGRATIONS[i] takes a stored plan from version i+1 to i+2, like the store's schema migrations.
 PLAN_MIGRATIONS: list[Callable[[dict[str, Any]], dict[str, Any]]] = [_v1_to_v2]
 PLAN_VERSION = len(PLAN_MIGRATIONS) + 1
+
+
+AUTO_MAX_TRIALS = 10
+AUTO_MIN_TRIALS = 3  # the fewest whose interval says anything: with two, t is 12.7
+
+
+def parse_trials(spec: str) -> tuple[int, int]:
+    """--trials: "N" is exactly N; "auto" or "auto:MAX" is (AUTO_MIN_TRIALS, MAX), never fewer than
+    the minimum's."""
+    text = spec.strip().lower()
+    if text.isdigit():
+        n = int(text)
+        if not 1 <= n <= 100:
+            raise UserError(f"--trials {spec}: give 1 to 100 trials, or auto[:MAX]")
+        return n, 0
+    name, _, most = text.partition(":")
+    if name != "auto" or (most and not most.isdigit()):
+        raise UserError(f"--trials {spec}: expected a number of trials or auto[:MAX] (e.g. auto:20)")
+    top = int(most) if most else AUTO_MAX_TRIALS
+    if not AUTO_MIN_TRIALS <= top <= 100:
+        raise UserError(f"--trials {spec}: MAX must be {AUTO_MIN_TRIALS} to 100")
+    return AUTO_MIN_TRIALS, top
 
 
 def resolve_selections(names: list[str]) -> list[tuple[str, str]]:

@@ -34,6 +34,8 @@ class Request:
     profiling: str | None
     max_interference: float
     retry_interfered: int
+    trials_max: int = 0  # --trials auto:MAX
+    precision: float = 0.02
 
 
 def new_plan(req: Request, topo: Topology) -> Plan:
@@ -44,6 +46,7 @@ def new_plan(req: Request, topo: Topology) -> Plan:
         duration=req.duration, interval=req.interval, placement=req.placement, isolation=req.isolation,
         params=plan.resolve_params(chosen, req.params), profile=plan.resolve_profile(chosen, req.profiling),
         max_interference=req.max_interference, retry_interfered=req.retry_interfered,
+        trials_max=req.trials_max, precision=req.precision,
     )
     validate(the_plan, topo)
     return the_plan

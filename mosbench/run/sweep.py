@@ -125,18 +125,29 @@ class Sweep:
             contexts = {w.name: ctx for w, ctx in set_up}
             with self._progress() as progress:
                 task = progress.add_task("starting", total=len(todo))
-                for n, key in enumerate(todo, start=1):
-                    stop.check()
-                    progress.update(task, description=key.label())
-                    point = self._measure_owned(key, n, contexts[key.workload], isolator, launcher, progress.console)
-                    self.store.add_point(run_id, **point.row())
-                    measured += 1
-                    failed += point.status == "failed"
-                    interfered += point.interfered
-                    progress.console.print(describe(point, self.workloads[key.workload]), soft_wrap=True,
-                                           markup=False, highlight=False,
-                                           style=None if point.status == "ok" and not point.interfered else "red")
-                    progress.advance(task)
+                n = 0
+                while todo:
+                    for key in todo:
+                        stop.check()
+                        n += 1
+                        progress.update(task, description=key.label())
+                        point = self._measure_owned(key, n, contexts[key.workload], isolator, launcher,
+                                                    progress.console)
+                        self.store.add_point(run_id, **point.row())
+                        measured += 1
+                        failed += point.status == "failed"
+                        interfered += point.interfered
+                        progress.console.print(describe(point, self.workloads[key.workload]), soft_wrap=True,
+                                               markup=False, highlight=False,
+                                               style=None if point.status == "ok" and not point.interfered
+                                               else "red")
+                        progress.advance(task)
+                    todo = self.plan.next_round(self.store.points(run_id, with_samples=False))
+                    if todo:
+                        progress.console.print(
+                            f"↻ --trials auto: {len(todo)} point(s) wider than ±{self.plan.precision:.1%} "
+                            f"get trial {min(k.trial for k in todo)}", style="dim", markup=False, highlight=False)
+                        progress.update(task, total=(progress.tasks[0].total or 0) + len(todo))
             stop.check()
             status = "complete"
         finally:
