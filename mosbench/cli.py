@@ -6,6 +6,7 @@ import io
 import math
 import os
 import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -121,9 +122,9 @@ def cli() -> None:
 @click.option("--variant", "--mode", "variants", callback=_comma_list, help="Variants to run (default all).")
 @click.option("--trials", "trials_spec", default="3", show_default=True, metavar="N|auto[:MAX]",
               help="Trials per point, or auto: 3, then more (a round over the sweep at a time) for each point "
-                   "whose 95%% interval is wider than --precision, up to MAX (10).")
+                   "whose 95% interval is wider than --precision, up to MAX (10).")
 @click.option("--precision", type=click.FloatRange(0.1, 50), metavar="PERCENT",
-              help="With --trials auto: the 95%% interval of a point's mean to reach, ± this share of it (2).")
+              help="With --trials auto: the 95% interval of a point's mean to reach, ± this share of it (2).")
 @click.option("--duration", default=5.0, show_default=True, type=FiniteFloat(0.1), help="Window seconds.")
 @click.option("--warmup", default=2.0, show_default=True, type=FiniteFloat(0), help="Warm-up seconds.")
 @click.option("--interval", default=1.0, show_default=True, type=FiniteFloat(0),
@@ -310,7 +311,6 @@ def compare(run_refs, include_interfered, fail_on, as_json, store_url) -> None:
     import json
 
     from mosbench.analysis import compare as comparing
-    from mosbench.report import rows
 
     if len(run_refs) < 2:
         raise UserError("compare needs two runs or more: mosbench compare BASELINE OTHER [OTHER…]")
@@ -320,26 +320,13 @@ def compare(run_refs, include_interfered, fail_on, as_json, store_url) -> None:
     runs = [db.run(ref) for ref in run_refs]
     if len({r["id"] for r in runs}) < len(runs):
         raise UserError("compare was given the same run twice")
-    series = [analysis.build_series(db.points(r["id"], with_samples=False)) for r in runs]
-    found = comparing.compare_runs(runs, series, comparing.run_labels(runs), include_interfered)
+    found, series = _comparison(db, runs, include_interfered)
     regressed = comparing.regressions(found, fail_on) if fail_on is not None else []
     if as_json:
         click.echo(json.dumps(comparing.as_json(found, fail_on), indent=1))
         sys.exit(1 if regressed else 0)
     out = _table_console()
-    for model in rows.comparison_tables(found):
-        out.print(table.render(model))
-    from mosbench.analysis import commute
-    from mosbench.report import commute as commute_report
-
-    base_pairs = commute.results(series[0])
-    for label, other in zip(found.labels[1:], series[1:], strict=True):
-        if changes := commute.changed(base_pairs, commute.results(other)):
-            out.print(table.render(commute_report.changes_table(found.labels[0], label, changes)))
-    significant = sum(c.significant for run in found.changes for c in run)
-    out.print(f"{significant} significant change{'s' if significant != 1 else ''} "
-              f"(Welch's t-test, p < {comparing.ALPHA}) among {sum(len(run) for run in found.changes)} points.",
-              markup=False)
+    _print_comparison(out, found, series)
     if fail_on is None:
         return
     if not regressed:
@@ -352,6 +339,32 @@ def compare(run_refs, include_interfered, fail_on, as_json, store_url) -> None:
     out.print(f"{len(regressed)} point{'s' if len(regressed) != 1 else ''} significantly slower than the baseline "
               f"by more than {fail_on:g}%", markup=False)
     sys.exit(1)
+
+
+def _comparison(db: store.Store, runs: list[dict], include_interfered: bool = False):
+    from mosbench.analysis import compare as comparing
+
+    series = [analysis.build_series(db.points(r["id"], with_samples=False)) for r in runs]
+    return comparing.compare_runs(runs, series, comparing.run_labels(runs), include_interfered), series
+
+
+def _print_comparison(out: Console, found, series) -> None:
+    """compare's tables: the environment's differences, every matched point, commutativity changes."""
+    from mosbench.analysis import commute
+    from mosbench.analysis import compare as comparing
+    from mosbench.report import commute as commute_report
+    from mosbench.report import rows
+
+    for model in rows.comparison_tables(found):
+        out.print(table.render(model))
+    base_pairs = commute.results(series[0])
+    for label, other in zip(found.labels[1:], series[1:], strict=True):
+        if changes := commute.changed(base_pairs, commute.results(other)):
+            out.print(table.render(commute_report.changes_table(found.labels[0], label, changes)))
+    significant = sum(c.significant for run in found.changes for c in run)
+    out.print(f"{significant} significant change{'s' if significant != 1 else ''} "
+              f"(Welch's t-test, p < {comparing.ALPHA}) among {sum(len(run) for run in found.changes)} points.",
+              markup=False)
 
 
 @cli.command()
@@ -487,7 +500,7 @@ def doctor() -> None:
     console.print(t)
 
 
-@cli.command()
+@cli.command(context_settings={"ignore_unknown_options": True})
 @click.option("--shape", default="4x8x2", show_default=True,
               help="Guest topology SOCKETSxCORESxTHREADS (4x8x2: 64 vCPUs).")
 @click.option("--nodes", type=click.IntRange(1, 64), default=None, help="NUMA nodes (default: one per socket).")
@@ -495,38 +508,53 @@ def doctor() -> None:
               help="Guest memory in MiB (default: 128 a vCPU, at least 2048).")
 @click.option("--cgroup", "cgroup_version", type=click.Choice(["1", "2"]), default="2", show_default=True,
               help="The guest's cgroup hierarchy (the guest kernel's command line chooses it).")
-@click.option("--suite", type=click.Choice(["ci", "full"]), default="ci", show_default=True,
-              help="ci: every isolation and placement path at full size, fewest points; full: every "
-                   "workload at every core count of the default series, both isolations and placements.")
+@click.option("--suite", type=click.Choice(["ci", "full"]), default=None,
+              help="ci (the default without SELECTIONS): every isolation and placement path at full size, fewest "
+                   "points; full: every workload at every core count of the default series, both isolations and "
+                   "placements.")
+@click.option("--kernel", "kernel_spec", default=None, metavar="KERNEL",
+              help="The guest's kernel: an installed version, a linux-image .deb, a kernel image or a built tree "
+                   "(default: the newest installed kernel with 9p).")
 @click.option("--timeout", "timeout_min", type=click.FloatRange(1), default=None,
-              help="Minutes before the guest is stopped (default: 20 for ci, 240 for full).")
+              help="Minutes before the guest is stopped (default: 20 for ci and SELECTIONS, 240 for full).")
 @click.option("--no-wait", is_flag=True, help="Refuse (exit 2) rather than wait while a run measures.")
+@click.argument("run_args", nargs=-1, type=click.UNPROCESSED, metavar="[SELECTIONS] [RUN OPTIONS]")
 @store_option
-def vm(shape, nodes, memory_mb, cgroup_version, suite, timeout_min, no_wait, store_url) -> None:
-    """Boot this machine's userland in a many-core guest (QEMU), sweep every path there, check what only a
-    big machine can fail, and keep the guest's runs in this store. Throughput there is not a performance
-    figure: the vCPUs far outnumber this machine's CPUs."""
+def vm(shape, nodes, memory_mb, cgroup_version, suite, kernel_spec, timeout_min, no_wait, run_args,
+       store_url) -> None:
+    """Boot this machine's userland in a guest (QEMU) and measure there: a suite that sweeps every path at
+    many-core size and checks what only a big machine can fail, or SELECTIONS with any `mosbench run`
+    options (e.g. `mosbench vm --kernel 6.1.0-56-rt-amd64 --shape 1x2x1 micro/getppid1 --cores 1,2`).
+    The guest's runs are kept in this store. Throughput there is a performance figure only under KVM with
+    no more vCPUs than this machine's CPUs."""
     from mosbench.guest import host as guest_vm
+    from mosbench.guest import kernels
 
     _recover()
+    if run_args and suite:
+        raise UserError("give a --suite or SELECTIONS to run, not both")
+    checked = _checked_run_args(run_args) if run_args else None
     want = guest_vm.parse_shape(shape, nodes, memory_mb)
+    kernel = kernels.resolve(kernel_spec) if kernel_spec else None
     missing = guest_vm.missing_tools()
     if missing:
         raise UserError("cannot boot a guest: missing " + "; ".join(missing))
     db = store.Store(store_url)
-    guest = guest_vm.Guest(want, int(cgroup_version))
-    limit_s = 60 * (timeout_min or (20 if suite == "ci" else 240))
-
-    def show(line: str, elapsed: float) -> None:
-        minutes, seconds = divmod(int(elapsed), 60)
-        console.print(f"[{minutes:3d}:{seconds:02d}] {line}", markup=False, highlight=False)
+    guest = guest_vm.Guest(want, int(cgroup_version), kernel)
+    suite = suite or ("ci" if checked is None else None)
+    limit_s = 60 * (timeout_min or (240 if suite == "full" else 20))
 
     # The guest's vCPUs are this machine's CPUs: no other run may measure while it boots and sweeps.
     with machine_lock.held(shlex.join(["mosbench", *sys.argv[1:]]), wait=not no_wait, waiting=_say_waiting):
         console.print(f"guest: {want.describe()}, cgroup v{guest.cgroup_version}, "
-                      f"{'KVM' if guest.kvm else 'emulated (TCG)'}, kernel {guest.kernel.name}; suite {suite}, "
+                      f"{'KVM' if guest.kvm else 'emulated (TCG)'}, kernel {guest.kernel.name}; "
+                      f"{'suite ' + suite if suite else shlex.join(checked or [])}, "
                       f"stopped after {limit_s / 60:.0f} min", markup=False)
-        done = guest_vm.run_suite(db, guest, shape, suite, limit_s, show)
+        if checked is not None:
+            done = guest_vm.run_selection(db, guest, checked, f"vm {kernel.release if kernel else guest.kernel.name}",
+                                          limit_s, _show_guest_line)
+        else:
+            done = guest_vm.run_suite(db, guest, shape, suite, limit_s, _show_guest_line)
     for s in done.steps:
         console.print(f"{'ok    ' if s['returncode'] == 0 else 'FAILED'} {s['name']} ({s['seconds']:.0f} s)",
                       markup=False)
@@ -536,7 +564,206 @@ def vm(shape, nodes, memory_mb, cgroup_version, suite, timeout_min, no_wait, sto
         raise UserError(f"the guest did not finish within {limit_s / 60:.0f} min and was stopped")
     if not done.steps:
         raise UserError(f"the guest ended (exit {done.result.returncode}) before its first step")
-    if any(s["returncode"] for s in done.steps) or done.steps[-1]["name"] != "checks":
+    if any(s["returncode"] for s in done.steps) or (suite and done.steps[-1]["name"] != "checks"):
+        sys.exit(EXIT_POINTS_FAILED)
+
+
+def _show_guest_line(line: str, elapsed: float) -> None:
+    minutes, seconds = divmod(int(elapsed), 60)
+    console.print(f"[{minutes:3d}:{seconds:02d}] {line}", markup=False, highlight=False)
+
+
+# Set by the commands that boot guests themselves (one label per boot, the guest's own store).
+_GUEST_OWNS = ("--store", "--resume", "--label", "--no-wait")
+
+
+def _checked_run_args(args: tuple[str, ...]) -> list[str]:
+    """`mosbench run`'s selections and options for a guest, checked here, before any guest boots, as
+    `run` would check them (core counts are the guest's, checked there)."""
+    for a in args:
+        if a.split("=")[0] in _GUEST_OWNS:
+            raise UserError(f"{a.split('=')[0]} is set by mosbench for each guest's run; leave it out")
+    with run.make_context("run", list(args)) as ctx:
+        p = ctx.params
+    if not p["selections"]:
+        raise UserError("name what to measure in the guest, e.g. micro/getppid1 --cores 1,2")
+    chosen = plan_mod.resolve_selections(list(p["selections"]))
+    plan_mod.resolve_variants(chosen, p["variants"])
+    plan_mod.resolve_params(chosen, list(p["params"]))
+    plan_mod.parse_trials(p["trials_spec"])
+    plan_mod.resolve_profile(chosen, p["profiling"])
+    return list(args)
+
+
+def _guest_shape(shape: str | None):
+    """A/B and bisection guests: as many vCPUs as this machine has CPUs unless told (one socket), so
+    under KVM every vCPU has a host CPU of its own."""
+    from mosbench.guest import host as guest_vm
+
+    return guest_vm.parse_shape(shape or f"1x{min(len(os.sched_getaffinity(0)), guest_vm.MAX_VCPUS)}x1")
+
+
+_KERNEL_COMMAND_OPTIONS = [
+    click.option("--shape", default=None, help="Guest topology SOCKETSxCORESxTHREADS (default 1xNx1, N this "
+                                               "machine's CPUs)."),
+    click.option("--rounds", "first_rounds", type=click.IntRange(2, 100), default=4, show_default=True,
+                 help="Boots before the first decision, alternating A B B A."),
+    click.option("--max-rounds", type=click.IntRange(2, 200), default=12, show_default=True,
+                 help="The budget: boots in all, while points are undecided."),
+    click.option("--precision", type=click.FloatRange(0.1, 50), default=2.0, show_default=True, metavar="PERCENT",
+                 help="A point is the same on both sides when the 95% interval of its ratio is within ± this."),
+    click.option("--boot-timeout", "boot_timeout_min", type=click.FloatRange(1), default=20, show_default=True,
+                 help="Minutes a guest may take (boot and run) before it is stopped."),
+    click.option("--no-wait", is_flag=True, help="Refuse (exit 2) rather than wait while a run measures."),
+    click.argument("run_args", nargs=-1, type=click.UNPROCESSED, metavar="SELECTIONS [RUN OPTIONS]"),
+    store_option,
+]
+
+
+def _kernel_command_options(f):
+    for option in reversed(_KERNEL_COMMAND_OPTIONS):
+        f = option(f)
+    return f
+
+
+def _booter(db, shape, run_args, boot_timeout_min):
+    from mosbench.guest import ab as ab_rounds
+    from mosbench.guest import host as guest_vm
+
+    missing = guest_vm.missing_tools()
+    if missing:
+        raise UserError("cannot boot a guest: missing " + "; ".join(missing))
+    return ab_rounds.Booter(db, shape, 2, run_args, 60 * boot_timeout_min, _show_guest_line)
+
+
+def _say(line: str) -> None:
+    err_console.print(f"mosbench: {line}", markup=False, highlight=False, soft_wrap=True)
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.option("--kernel", "kernel_specs", multiple=True, metavar="KERNEL",
+              help="Twice: A then B (an installed version, a linux-image .deb, a kernel image or a built tree).")
+@_kernel_command_options
+def ab(kernel_specs, shape, first_rounds, max_rounds, precision, boot_timeout_min, no_wait, run_args,
+       store_url) -> None:
+    """Kernel A against kernel B: each booted in turn in the same guest, SELECTIONS measured in each boot
+    (any `mosbench run` options), rounds A B B A … until every point is decided (Welch's test says they
+    differ, or the ratio's 95% interval is within ±--precision) or --max-rounds; then compare's table,
+    and for each point that differs, the kernel functions whose time per unit grew from A to B."""
+    from mosbench.guest import ab as ab_rounds
+    from mosbench.guest import kernels
+
+    _recover()
+    if len(kernel_specs) != 2:
+        raise UserError("ab compares two kernels: --kernel A --kernel B")
+    if first_rounds > max_rounds:
+        raise UserError(f"--rounds {first_rounds} is more than --max-rounds {max_rounds}")
+    checked = _checked_run_args(run_args)
+    a, b = (kernels.resolve(k) for k in kernel_specs)
+    want = _guest_shape(shape)
+    db = store.Store(store_url)
+    booter = _booter(db, want, checked, boot_timeout_min)
+    with machine_lock.held(shlex.join(["mosbench", *sys.argv[1:]]), wait=not no_wait, waiting=_say_waiting):
+        _say(f"A: {a.describe()}; B: {b.describe()}; guest {want.describe()}, "
+             f"{first_rounds} to {max_rounds} boots of about {booter.timeout_s / 60:.0f} min at most each")
+        outcome = ab_rounds.run(booter, a, b, first_rounds, max_rounds, precision / 100, _say)
+    runs = [db.run(r) for r in outcome.merged]
+    out = _table_console()
+    if outcome.config_differences:
+        shown = outcome.config_differences[:12]
+        out.print(f"config: {len(outcome.config_differences)} options differ, first "
+                  + "; ".join(f"{k} {x} → {y}" for k, x, y in shown), markup=False, soft_wrap=True)
+    found, series = _comparison(db, runs)
+    _print_comparison(out, found, series)
+    _print_decisions(out, outcome.decisions, outcome.rounds, max_rounds)
+    _print_grown(out, db, outcome)
+    out.print(f"A and B are kept as runs {outcome.merged[0]} and {outcome.merged[1]} (each boot's run too): "
+              f"`mosbench compare {outcome.merged[0]} {outcome.merged[1]}`, `mosbench report {outcome.merged[1]}`",
+              markup=False, soft_wrap=True)
+
+
+def _print_decisions(out: Console, decisions, rounds: int, max_rounds: int) -> None:
+    counts = {s: sum(d.state == s for d in decisions) for s in ("differ", "same", "unsure")}
+    how = ("every point decided" if not counts["unsure"] else
+           f"the budget ended ({max_rounds} boots) with {counts['unsure']} point(s) undecided")
+    out.print(f"after {rounds} boots, {how}: {counts['differ']} differ, {counts['same']} the same, "
+              f"{counts['unsure']} undecided", markup=False)
+    for d in decisions:
+        out.print(f"  {d.state.upper():7} {d.name}: B/A {d.text()}", markup=False, highlight=False)
+
+
+def _print_grown(out: Console, db: store.Store, outcome) -> None:
+    """Where A and B differ and both were profiled (--profile), what grew: the lock functions among it
+    say the difference is in the locks."""
+    from mosbench.analysis import profiles
+
+    by_side = [profiles.by_series(db.points(r, with_profiles=True, with_samples=False)) for r in outcome.merged]
+    for d in outcome.decisions:
+        if d.state != "differ":
+            continue
+        w, t, v, n = d.point
+        pa, pb = (side.get((w, t, v), {}).get(n) for side in by_side)
+        if pa is None or pb is None:
+            continue
+        grown = [g for g in profiles.growth(pa, pb, top=6) if abs(g.change_us) > 0]
+        out.print(f"  {d.name}, CPU µs per unit by function, A → B: "
+                  + "; ".join(f"{g.function} {g.low_us:.3g} → {g.high_us:.3g}" for g in grown),
+                  markup=False, highlight=False, soft_wrap=True)
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.option("--tree", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
+              help="A kernel git tree (only read: mosbench bisects a clone of its own).")
+@click.option("--good", required=True, help="A revision without the change.")
+@click.option("--bad", required=True, help="A later revision with it.")
+@click.option("--work", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where the clone and its builds live, kept for the next bisection of this tree "
+                   "(default ~/.cache/mosbench/bisect/…).")
+@click.option("--step-rounds", type=click.IntRange(2, 50), default=4, show_default=True,
+              help="Boots a candidate may take to be decided before it is skipped.")
+@click.option("--jobs", type=click.IntRange(1), default=None, help="make's jobs (default: this machine's CPUs).")
+@_kernel_command_options
+def bisect(tree, good, bad, work, step_rounds, jobs, shape, first_rounds, max_rounds, precision, boot_timeout_min,
+           no_wait, run_args, store_url) -> None:
+    """The commit that made SELECTIONS slower (or faster) between --good and --bad: the ends measured first
+    in A B B A rounds (refused where they do not differ), then `git bisect`, each candidate built with
+    virtme-ng's configuration, booted, measured and called good, bad or skip by Welch's test against
+    both ends."""
+    from mosbench.guest import bisect as bisecting
+
+    _recover()
+    checked = _checked_run_args(run_args)
+    good_id, bad_id = bisecting.resolve_revisions(tree, good, bad)
+    for tool in ("make", "gcc", "flex", "bison", "bc"):
+        if not shutil.which(tool):
+            raise UserError(f"building kernels needs {tool} (scripts/install-deps installs the build tools)")
+    want = _guest_shape(shape)
+    db = store.Store(store_url)
+    booter = _booter(db, want, checked, boot_timeout_min)
+    builder = bisecting.Builder(tree, work or bisecting.default_work(tree), jobs or len(os.sched_getaffinity(0)))
+    with machine_lock.held(shlex.join(["mosbench", *sys.argv[1:]]), wait=not no_wait, waiting=_say_waiting):
+        _say(f"bisecting {good_id[:12]}..{bad_id[:12]} of {tree} in {builder.work}; guest {want.describe()}")
+        outcome = bisecting.run(booter, builder, good_id, bad_id, first_rounds, max_rounds, step_rounds,
+                                precision / 100, _say)
+    out = _table_console()
+    _print_decisions(out, outcome.ends.decisions, outcome.ends.rounds, max_rounds)
+    t = Table(title="bisection: each step against both ends", title_justify="left")
+    for col in ("commit", "subject", "verdict", "boots", "candidate/good", "p vs good", "p vs bad"):
+        t.add_column(col)
+    for s in outcome.steps:
+        g = s.against_good[0] if s.against_good else None
+        b = s.against_bad[0] if s.against_bad else None
+        t.add_row(s.commit[:12], s.subject, s.verdict, str(len(s.runs)),
+                  f"{g.ratio:.3f}" if g and g.ratio else "–", f"{g.p:.2g}" if g and g.p is not None else "–",
+                  f"{b.p:.2g}" if b and b.p is not None else "–")
+    out.print(t)
+    builds = builder.build_seconds
+    out.print(f"{len(builds)} builds ({', '.join(f'{x / 60:.1f}' for x in builds)} min), {booter.boots} boots "
+              f"(median {sorted(booter.boot_seconds)[len(booter.boot_seconds) // 2] / 60:.1f} min each)", markup=False)
+    if outcome.first_bad:
+        out.print(f"first bad commit: {outcome.first_bad} {builder.subject(outcome.first_bad)}", markup=False)
+    else:
+        out.print(f"no single first bad commit: {outcome.message}", markup=False)
         sys.exit(EXIT_POINTS_FAILED)
 
 

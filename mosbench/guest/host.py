@@ -31,7 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mosbench import cpulist
 from mosbench.errors import UserError
+from mosbench.guest.kernels import Kernel
 from mosbench.machine import guardian
 from mosbench.machine.isolation import Isolator, detect_cgroups
 from mosbench.machine.journal import SCRATCH_PREFIX, Journal
@@ -138,19 +140,19 @@ def missing_tools() -> list[str]:
     return missing
 
 
-def kvm_boots(vcpus: int) -> bool:
+def kvm_boots() -> bool:
     """Whether to ask for KVM. Where /dev/kvm is missing or the CPU has no virtualization flags (a
-    nested guest whose hypervisor hides them), QEMU fails or hangs beyond 2 vCPUs: emulate instead."""
+    nested guest whose hypervisor hides them), QEMU stops on "failed to set MSR 0x10a" with QEMU's
+    default CPU model and hangs with others, at any vCPU count: emulate instead."""
     if not os.access("/dev/kvm", os.R_OK | os.W_OK):
         return False
     with contextlib.suppress(OSError):
-        flags = Path("/proc/cpuinfo").read_text()
-        return vcpus <= 2 or bool(re.search(r"\b(vmx|svm)\b", flags))
+        return bool(re.search(r"\b(vmx|svm)\b", Path("/proc/cpuinfo").read_text()))
     return False
 
 
 def command(shape: Shape, kernel: Path, share: Path, guest_command: str, cgroup_version: int,
-            kvm: bool, vng: Path | None = None) -> list[str]:
+            kvm: bool, vng: Path | None = None, pin: list[int] | None = None) -> list[str]:
     argv = [str(vng or find_vng()), "--run", str(kernel), "--cpus", shape.smp(),
             # "=": argparse would read a lone "-cpu …" as an option of vng's own
             "--memory", f"{shape.memory_mb}M", f"--qemu-opts=-cpu {CPU_MODEL}",
@@ -161,6 +163,8 @@ def command(shape: Shape, kernel: Path, share: Path, guest_command: str, cgroup_
         # 2 host CPUs let a vCPU spinning on a guest lock starve the one holding it: a hotplug point
         # stalled for minutes that way. In turn, every vCPU gets its slice.
         argv += ["--disable-kvm", "--qemu-opts=-accel tcg,thread=single"]
+    elif pin:
+        argv += ["--pin", ",".join(map(str, pin))]
     per_node = shape.memory_mb // shape.nodes
     if shape.nodes > 1:
         for first, last in shape.node_cpus():
@@ -182,11 +186,24 @@ class GuestResult:
 class Guest:
     """One boot: a scratch share directory, QEMU in a journaled cgroup, output streamed line by line."""
 
-    def __init__(self, shape: Shape, cgroup_version: int, kernel: Path | None = None):
+    def __init__(self, shape: Shape, cgroup_version: int, kernel: Path | Kernel | None = None):
         self.shape = shape
         self.cgroup_version = cgroup_version
-        self.kernel = kernel or find_kernel()
-        self.kvm = kvm_boots(shape.vcpus)
+        self.kernel_info = kernel if isinstance(kernel, Kernel) else None
+        self.kernel = kernel.image if isinstance(kernel, Kernel) else kernel or find_kernel()
+        self.kvm = kvm_boots()
+        host_cpus = sorted(os.sched_getaffinity(0))
+        # Under KVM each vCPU thread is pinned to a host CPU of its own (the same for every boot, so two
+        # kernels compared see the same placement); emulation runs every vCPU on one thread (below).
+        self.pinned = host_cpus[:shape.vcpus] if self.kvm and shape.vcpus <= len(host_cpus) else None
+
+    def shape_spec(self) -> str:
+        return f"{self.shape.sockets}x{self.shape.cores}x{self.shape.threads}"
+
+    def pinning(self) -> str:
+        if self.pinned:
+            return "vCPU i on host CPU " + ",".join(map(str, self.pinned)) + "[i]"
+        return "one emulation thread on host CPUs " + cpulist.format(tuple(sorted(os.sched_getaffinity(0))))
 
     def run(self, guest_command: Callable[[Path], str], timeout_s: float, on_line: Callable[[str, float], None],
             keep: Callable[[Path], None]) -> GuestResult:
@@ -199,7 +216,8 @@ class Guest:
         os.chmod(share, 0o755)
         isolator = Isolator("cgroup", journal) if detect_cgroups() else Isolator("affinity", journal)
         group = isolator.group("guest", tuple(sorted(os.sched_getaffinity(0))))
-        argv = command(self.shape, self.kernel, share, guest_command(share), self.cgroup_version, self.kvm)
+        argv = command(self.shape, self.kernel, share, guest_command(share), self.cgroup_version, self.kvm,
+                       pin=self.pinned)
         start = time.monotonic()
         proc = None
         timed_out = False
@@ -259,13 +277,16 @@ class Guest:
 
 def environment_facts(shape: Shape, guest: Guest, cgroup_version: int, host_cpus: int) -> dict:
     """What a run made in a guest carries in its environment: the report reads `overcommitted` and says
-    that its throughput is not a performance figure."""
-    return {
+    that its throughput is not a performance figure (every emulated run is marked so too)."""
+    facts = {
         "shape": shape.to_json(), "vcpus": shape.vcpus, "cpu_model": CPU_MODEL,
         "accelerator": "kvm" if guest.kvm else "tcg", "cgroup_version": cgroup_version,
         "kernel_image": str(guest.kernel), "host_cpus": host_cpus,
-        "overcommitted": shape.vcpus > host_cpus,
+        "overcommitted": shape.vcpus > host_cpus or not guest.kvm, "vcpu_pinning": guest.pinning(),
     }
+    if guest.kernel_info is not None:
+        facts.update(guest.kernel_info.facts())
+    return facts
 
 
 @dataclass
@@ -279,6 +300,19 @@ def run_suite(db: Store, guest: Guest, shape_spec: str, suite: str, timeout_s: f
               on_line: Callable[[str, float], None]) -> SuiteRun:
     """Boots the guest, runs the suite inside it (mosbench.guest.inside) and copies the guest's runs into
     db, marked with where they ran."""
+    return _run_inside(db, guest, ["--suite", suite, "--shape", shape_spec], timeout_s, on_line)
+
+
+def run_selection(db: Store, guest: Guest, run_args: list[str], label: str, timeout_s: float,
+                  on_line: Callable[[str, float], None], **facts: Any) -> SuiteRun:
+    """Boots the guest and makes one `mosbench run RUN_ARGS` there (selections and sweep options), kept
+    in db with where it ran and `facts` (an A/B round, a bisection step)."""
+    return _run_inside(db, guest, ["--run-args", json.dumps(run_args), "--label", label,
+                                   "--shape", guest.shape_spec()], timeout_s, on_line, facts)
+
+
+def _run_inside(db: Store, guest: Guest, inside_args: list[str], timeout_s: float,
+                on_line: Callable[[str, float], None], extra: dict[str, Any] | None = None) -> SuiteRun:
     imported: list[int] = []
     steps: list[dict[str, Any]] = []
 
@@ -291,13 +325,12 @@ def run_suite(db: Store, guest: Guest, shape_spec: str, suite: str, timeout_s: f
         source = Store(str(guest_store))
         facts = environment_facts(guest.shape, guest, guest.cgroup_version, len(os.sched_getaffinity(0)))
         for r in source.list_runs():
-            imported.append(db.import_run(source, r["id"], virtual_machine=facts))
+            imported.append(db.import_run(source, r["id"], virtual_machine=facts, **(extra or {})))
         source.engine.dispose()
 
     def guest_command(share: Path) -> str:
-        return shlex.join([sys.executable, "-m", "mosbench.guest.inside", "--share", str(share), "--suite", suite,
-                           "--shape", shape_spec, "--nodes", str(guest.shape.nodes),
-                           "--cgroup", str(guest.cgroup_version)])
+        return shlex.join([sys.executable, "-m", "mosbench.guest.inside", "--share", str(share), *inside_args,
+                           "--nodes", str(guest.shape.nodes), "--cgroup", str(guest.cgroup_version)])
 
     result = guest.run(guest_command, timeout_s, on_line, keep)
     return SuiteRun(result, steps, imported)

@@ -3,6 +3,7 @@ that only a real many-core topology can fail (tests/guest/). Everything it keeps
 the guest's store, a record of the machine before the sweeps, and the outcome of each step.
 
     python -m mosbench.guest.inside --share DIR --suite ci|full --shape 4x8x2 --nodes 4 --cgroup 2
+    python -m mosbench.guest.inside --share DIR --run-args '["micro/getppid1", "--cores", "1,2"]' --label L …
 """
 
 from __future__ import annotations
@@ -130,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="mosbench.guest.inside")
     ap.add_argument("--share", type=Path, required=True)
     ap.add_argument("--suite", choices=sorted(SUITES), default="ci")
+    ap.add_argument("--run-args", help="a JSON list: one `mosbench run` with these arguments instead of a suite")
+    ap.add_argument("--label", default=None, help="the run's label (with --run-args)")
     ap.add_argument("--shape", required=True)
     ap.add_argument("--nodes", type=int, required=True)
     ap.add_argument("--cgroup", type=int, choices=(1, 2), required=True)
@@ -147,7 +150,13 @@ def main(argv: list[str] | None = None) -> int:
     home.mkdir(exist_ok=True)
     os.environ["HOME"] = str(home)
     mosbench = [sys.executable, "-m", "mosbench"]
-    outcome: dict = {"suite": args.suite, "steps": [], "runs": []}
+    if args.run_args is not None:
+        # One sweep of the user's choosing (mosbench vm SELECTIONS, ab, bisect): no suite, no checks.
+        outcome: dict = {"suite": None, "steps": [], "runs": []}
+        label = ["--label", args.label] if args.label else []
+        step("run", [*mosbench, "run", *json.loads(args.run_args), *label, "--store", str(store)], outcome, share)
+        return outcome["steps"][-1]["returncode"]
+    outcome = {"suite": args.suite, "steps": [], "runs": []}
     (share / "before.json").write_text(json.dumps(machine_state()))
     step("doctor", [*mosbench, "doctor"], outcome, share)
     for n, sweep in enumerate(SUITES[args.suite], start=1):

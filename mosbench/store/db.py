@@ -295,6 +295,27 @@ class Store:
                                                        "run_id": new_id}))
         return new_id
 
+    def merge_runs(self, run_ids: list[int], label: str, command: str, **environment: Any) -> int:
+        """One run made of several (the rounds an A/B comparison measured of one kernel): the first's
+        plan and environment with `environment` added, every point copied, each point's trials numbered
+        on across the runs in their order."""
+        first = self.run(run_ids[0])
+        env = {**first["environment"], **environment, "merged_from": list(run_ids)}
+        statuses = {self.run(r)["status"] for r in run_ids}
+        with self._reaching(), self.engine.begin() as conn:
+            new_id = int(conn.execute(runs.insert().values(
+                label=label, status="complete" if statuses == {"complete"} else "incomplete",
+                started_at=first["started_at"], finished_at=now(), hostname=first["hostname"], command=command,
+                plan=first["plan"], environment=env)).inserted_primary_key[0])
+            trials: dict[tuple[str, str, str, int], int] = {}
+            for run_id in run_ids:
+                for p in self.points(run_id, with_logs=True, with_profiles=True):
+                    key = (p["workload"], p["test"], p["variant"], p["cores"])
+                    trials[key] = trials.get(key, 0) + 1
+                    conn.execute(points.insert().values(**{**{k: v for k, v in p.items() if k != "id"},
+                                                           "run_id": new_id, "trial": trials[key]}))
+        return new_id
+
     # Points
 
     def add_point(self, run_id: int, **values: Any) -> None:
