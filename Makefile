@@ -5,7 +5,7 @@ MOSBENCH := .venv/bin/mosbench
 QUICK_TESTS := getppid1 page_fault1 mmap1 open1 context_switch1 dup1
 QUICK   := $(addprefix micro/,$(QUICK_TESTS))
 
-.PHONY: bench test test-manycore deps native lint bench-overhead bench-libscale bench-commute bench-syscalls bench-profile bench-harness-scale clean
+.PHONY: bench test test-manycore bisect-demo ab-rt deps native lint bench-overhead bench-libscale bench-commute bench-syscalls bench-profile bench-harness-scale clean
 deps:
 	bash scripts/install-deps
 
@@ -75,6 +75,25 @@ test-manycore: native
 	$(MOSBENCH) vm --suite full --cgroup 2
 	$(MOSBENCH) vm --suite ci --cgroup 1
 	$(MOSBENCH) report latest -o report/manycore.html
+
+# Kernels side by side (docs/KERNELS.md), each booted in a guest: Debian's generic kernel against its
+# PREEMPT_RT build, unpacked from its package (nothing is installed), on the micro tests whose locks differ.
+RT_DEB_DIR ?= $(HOME)/.cache/mosbench/debs
+ab-rt: native
+	mkdir -p $(RT_DEB_DIR) && cd $(RT_DEB_DIR) && (ls linux-image-$$(uname -r | sed 's/-amd64$$//')-rt-amd64_*.deb >/dev/null 2>&1 || \
+		apt-get download linux-image-$$(uname -r | sed 's/-amd64$$//')-rt-amd64)
+	$(MOSBENCH) ab --kernel $$(uname -r) --kernel $$(ls $(RT_DEB_DIR)/linux-image-*-rt-amd64_*.deb | tail -1) \
+		micro/getppid1 micro/page_fault1 micro/open1 --variant procs --cores 2 --trials 2 --warmup 0.3 --duration 1 \
+		--interval 0 --profile
+
+# A bisection end to end: a git history of Debian's linux-source-6.1 with one commit that slows getppid(2)
+# (scripts/make-bisect-demo-tree), bisected on micro/getppid1. The first build is a whole kernel (about
+# 17 min on 2 CPUs); the tree and the builds are kept for the next time.
+DEMO_TREE ?= $(HOME)/.cache/mosbench/bisect-demo-tree
+bisect-demo: native
+	test -d $(DEMO_TREE) || bash scripts/make-bisect-demo-tree $(DEMO_TREE)
+	$(MOSBENCH) bisect --tree $(DEMO_TREE) --good demo-good --bad demo-bad \
+		micro/getppid1 --variant procs --cores 2 --trials 2 --warmup 0.3 --duration 1 --interval 0
 
 clean:
 	$(MAKE) -C native clean

@@ -95,8 +95,9 @@ class Builder:
         if (kept / "bzImage").is_file():
             return self._kernel(commit, kept)
         git(self.src, "checkout", "--quiet", "--force", "--detach", commit)
-        eta = f", about {self.build_seconds[-1] / 60:.0f} min as the last" if self.build_seconds else \
-            " (the first build is a whole kernel: tens of minutes on a few CPUs)"
+        eta = (f" (the last took {self.build_seconds[-1] / 60:.1f} min)" if self.build_seconds else
+               "" if (self.src / "vmlinux").is_file() else
+               " (a first build is a whole kernel: about 17 min on 2 CPUs, later ones are incremental)")
         say(f"building {commit[:12]} {self.subject(commit)} with {self.jobs} jobs{eta}")
         log = self.work / f"build-{commit[:12]}.log"
         start = time.monotonic()
