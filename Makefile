@@ -5,7 +5,7 @@ MOSBENCH := .venv/bin/mosbench
 QUICK_TESTS := getppid1 page_fault1 mmap1 open1 context_switch1 dup1
 QUICK   := $(addprefix micro/,$(QUICK_TESTS))
 
-.PHONY: bench test test-manycore bisect-demo ab-rt deps native lint bench-overhead bench-libscale bench-commute bench-syscalls bench-profile bench-harness-scale clean
+.PHONY: bench test test-manycore bisect-demo ab-rt deps native lint bench-overhead bench-libscale bench-commute bench-syscalls bench-profile bench-harness-scale bench-trials-auto clean
 deps:
 	bash scripts/install-deps
 
@@ -55,6 +55,11 @@ bench-commute: native
 	$(MOSBENCH) run commute --cores 1,2 --trials 2 --warmup 0.3 --duration 0.7 --label commute
 	$(MOSBENCH) report latest -o report/commute.html
 
+# --trials auto against a fixed --trials 5 on the quick suite's micro tests: trials, wall time, and whether
+# both make the same decision of each curve (about 12 minutes on 2 CPUs).
+bench-trials-auto: native
+	$(PY) benchmarks/trials_auto.py
+
 # The harness's own cost as runs grow: show, report and compare over 500..5,000 stored points of a 256-CPU
 # machine (20% profiled), with peak memory and how each grows (about 10 minutes; SIZES=500,5000 ROUNDS=1 is quicker).
 bench-harness-scale: native
@@ -78,13 +83,8 @@ test-manycore: native
 
 # Kernels side by side (docs/KERNELS.md), each booted in a guest: Debian's generic kernel against its
 # PREEMPT_RT build, unpacked from its package (nothing is installed), on the micro tests whose locks differ.
-RT_DEB_DIR ?= $(HOME)/.cache/mosbench/debs
 ab-rt: native
-	mkdir -p $(RT_DEB_DIR) && cd $(RT_DEB_DIR) && (ls linux-image-$$(uname -r | sed 's/-amd64$$//')-rt-amd64_*.deb >/dev/null 2>&1 || \
-		apt-get download linux-image-$$(uname -r | sed 's/-amd64$$//')-rt-amd64)
-	$(MOSBENCH) ab --kernel $$(uname -r) --kernel $$(ls $(RT_DEB_DIR)/linux-image-*-rt-amd64_*.deb | tail -1) \
-		micro/getppid1 micro/page_fault1 micro/open1 --variant procs --cores 2 --trials 2 --warmup 0.3 --duration 1 \
-		--interval 0 --profile
+	bash scripts/ab-rt
 
 # A bisection end to end: a git history of Debian's linux-source-6.1 with one commit that slows getppid(2)
 # (scripts/make-bisect-demo-tree), bisected on micro/getppid1. The first build is a whole kernel (about

@@ -3,7 +3,7 @@ vCPU placement), the same `mosbench run` inside each boot, rounds in the order A
 so that a drift of the machine over the comparison falls on both sides alike.
 
 After the first rounds every point is judged (analysis/decide): differ, same, or unsure. Unsure
-points get two more rounds (B A, then A B, keeping the pattern) until all are decided or the round
+points get two more rounds (A B, then B A, continuing the pattern) until all are decided or the round
 budget ends; the outcome says which. Each side's rounds are then merged into one stored run, so
 `mosbench compare`, `show` and `report` read an A/B comparison like any other pair of runs.
 """

@@ -212,11 +212,14 @@ def run(booter: ab.Booter, builder: Builder, good: str, bad: str, first_rounds: 
             final = verdict or "skip"
             steps.append(Step(commit, subject, final, why, runs, vs_good, vs_bad))
             say(f"{commit[:12]} {subject}: {final.upper()} ({why})")
-            said = git(builder.src, "bisect", final)
+            # git bisect skip exits 2 where only skipped commits are left: that is an answer too
+            done = subprocess.run(["git", "-C", str(builder.src), "bisect", final], capture_output=True, text=True)
+            said = (done.stdout + done.stderr).strip()
             if "is the first bad commit" in said:
-                first = said.split()[0]
-                return Outcome(ends, points, steps, first, said.splitlines()[0])
+                return Outcome(ends, points, steps, said.split()[0], said.splitlines()[0])
             if re.search(r"only 'skip'ped commits left|cannot bisect more", said):
-                return Outcome(ends, points, steps, None, said.splitlines()[0])
+                return Outcome(ends, points, steps, None, " ".join(said.splitlines()))
+            if done.returncode:
+                raise UserError(f"git bisect {final} in {builder.src}: {said}")
     finally:
-        git(builder.src, "bisect", "reset", "--quiet", check=False)
+        git(builder.src, "bisect", "reset", check=False)

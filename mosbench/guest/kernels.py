@@ -24,8 +24,9 @@ from mosbench.workloads.base import cache_root
 IMAGE_IN_TREE = Path("arch/x86/boot/bzImage")
 # Options whose difference explains a scalability difference first; the rest follow, sorted.
 FIRST_OPTIONS = ("CONFIG_PREEMPT_RT", "CONFIG_PREEMPT", "CONFIG_PREEMPT_VOLUNTARY", "CONFIG_PREEMPT_NONE",
-                 "CONFIG_HZ", "CONFIG_NR_CPUS", "CONFIG_NUMA", "CONFIG_LOCKDEP", "CONFIG_PROVE_LOCKING",
-                 "CONFIG_DEBUG_SPINLOCK", "CONFIG_KASAN", "CONFIG_PARAVIRT_SPINLOCKS", "CONFIG_QUEUED_SPINLOCKS")
+                 "CONFIG_HZ", "CONFIG_TRANSPARENT_HUGEPAGE", "CONFIG_NR_CPUS", "CONFIG_NUMA", "CONFIG_LOCKDEP",
+                 "CONFIG_PROVE_LOCKING", "CONFIG_DEBUG_SPINLOCK", "CONFIG_KASAN", "CONFIG_PARAVIRT_SPINLOCKS",
+                 "CONFIG_QUEUED_SPINLOCKS")
 _VERSION = re.compile(rb"(\d+\.\d+\.\d+[^\s\x00]*) \(")
 
 
