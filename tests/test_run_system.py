@@ -244,8 +244,9 @@ def test_point_lines_are_whole_lines_in_a_log(tmp_path):
     r = mosbench("run", "micro/getppid1", "--cores", "1", "--trials", "1", "--warmup", "0", "--duration", "0.3",
                  "--variant", "procs", "--store", str(tmp_path / "s.sqlite"))
     assert r.returncode == 0, r.stderr
-    (line,) = [x for x in r.stderr.splitlines() if "✓" in x]
-    assert line.startswith("✓ micro/getppid1 procs 1 cores trial 1 cpus ")
+    # ✓, or ⚠ where another program's time on the CPU passed 2% of this short window: the line's shape is the same
+    (line,) = [x for x in r.stderr.splitlines() if x.startswith(("✓ ", "⚠ "))]
+    assert line[2:].startswith("micro/getppid1 procs 1 cores trial 1 cpus ")
     assert " op/s, " in line and " µs per op, idle " in line and len(line) > 80  # never folded at 80 columns
 
 
