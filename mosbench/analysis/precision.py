@@ -31,7 +31,7 @@ class Cell:
     """One point's trials as --trials auto judges them."""
 
     taken: int  # trials stored, failed ones too
-    values: list[float]  # the ok, uninterfered trials' throughput
+    values: list[float]  # the ok, uninterfered trials' per-core throughput
 
     @property
     def half_width(self) -> float | None:

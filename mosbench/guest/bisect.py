@@ -190,8 +190,7 @@ def run(booter: ab.Booter, builder: Builder, good: str, bad: str, first_rounds: 
     points = [d.point for d in differing]
     good_s, bad_s = booter.samples(ends.sides[0].runs), booter.samples(ends.sides[1].runs)
     say("good and bad differ: " + "; ".join(f"{d.name} {d.text()}" for d in differing))
-    git(builder.src, "bisect", "reset", check=False)
-    said = git(builder.src, "bisect", "start", bad, good)
+    said = git(builder.src, "bisect", "start", bad, good)  # prepare() reset any bisection a killed run left
     steps: list[Step] = []
     try:
         while True:

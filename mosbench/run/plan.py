@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mosbench import workloads
-from mosbench.analysis import precision
+from mosbench.analysis import decide, precision
 from mosbench.errors import UserError
 
 
@@ -70,20 +70,19 @@ class Plan:
         judged on the run's stored points."""
         if not self.auto:
             return []
-        cells: dict[tuple[str, str, str, int], tuple[int, list[float]]] = {}
+        usable = decide.samples(stored)  # the ok, uninterfered trials', by point
+        taken: dict[decide.PointName, int] = {}
         for p in stored:
-            taken, values = cells.get((p["workload"], p["test"], p["variant"], p["cores"]), (0, []))
-            taken = max(taken, p["trial"])
-            if p["status"] == "ok" and not p.get("interfered"):
-                values = [*values, p["throughput"]]
-            cells[(p["workload"], p["test"], p["variant"], p["cores"])] = (taken, values)
+            key = (p["workload"], p["test"], p["variant"], p["cores"])
+            taken[key] = max(taken.get(key, 0), p["trial"])
         wanted = []
         for k in self.points():
             if k.trial != 1:
                 continue
-            taken, values = cells.get((k.workload, k.test, k.variant, k.cores), (0, []))
-            if taken >= self.trials and precision.Cell(taken, values).wants_more(self.precision, self.trials_max):
-                wanted.append(PointKey(k.workload, k.test, k.variant, k.cores, taken + 1))
+            key = (k.workload, k.test, k.variant, k.cores)
+            cell = precision.Cell(taken.get(key, 0), usable.get(key, []))
+            if cell.taken >= self.trials and cell.wants_more(self.precision, self.trials_max):
+                wanted.append(PointKey(k.workload, k.test, k.variant, k.cores, cell.taken + 1))
         return wanted
 
     def trials_text(self) -> str:

@@ -142,7 +142,8 @@ class Sweep:
                                                style=None if point.status == "ok" and not point.interfered
                                                else "red")
                         progress.advance(task)
-                    todo = self.plan.next_round(self.store.points(run_id, with_samples=False))
+                    # Only --trials auto reads the run back: a fixed run's last round is its last.
+                    todo = self.plan.next_round(self.store.points(run_id, with_samples=False)) if self.plan.auto else []
                     if todo:
                         progress.console.print(
                             f"↻ --trials auto: {len(todo)} point(s) wider than ±{self.plan.precision:.1%} "
