@@ -26,10 +26,12 @@ class Launcher:
 
     def spawn(self, name: str, argv: list[str], group: Group, env: dict[str, str] | None = None,
               cwd: Path | None = None, cpus: tuple[int, ...] | None = None,
-              enter: Callable[[], None] | None = None, user: str | None = None) -> subprocess.Popen:
+              enter: Callable[[], None] | None = None, user: str | None = None,
+              piped: bool = False) -> subprocess.Popen:
         """Starts argv inside group with stdout/stderr to <logdir>/<name>.{out,err}; with cpus, pinned
         to those (within the group's); with enter, after that step in the child (a namespace to join);
-        with user, as that user (and its group alone: a server that refuses root, PostgreSQL's)."""
+        with user, as that user (and its group alone: a server that refuses root, PostgreSQL's); piped,
+        with its standard input and output pipes of ours (a session it is driven through)."""
         self.logdir.mkdir(parents=True, exist_ok=True)
         account = pwd.getpwnam(user) if user else None
 
@@ -51,7 +53,8 @@ class Launcher:
 
         with open(self.logdir / f"{name}.out", "wb") as out, open(self.logdir / f"{name}.err", "wb") as err:
             proc = subprocess.Popen(
-                argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env, cwd=cwd,
+                argv, stdout=subprocess.PIPE if piped else out, stderr=err,
+                stdin=subprocess.PIPE if piped else subprocess.DEVNULL, env=env, cwd=cwd,
                 preexec_fn=in_child, start_new_session=True,  # a terminal's Ctrl-C goes to us alone
             )
         self.journal.add_proc(proc.pid)

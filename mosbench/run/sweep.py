@@ -243,6 +243,9 @@ class Sweep:
             point.measured = measured.counted_exactly(instance.window_work())
             if a.loadgen_cpus:
                 point.client = limits.judge(point.row() | point.measured.columns(), len(a.loadgen_cpus))
+            elif point.workload_metrics.get("client_hosts"):
+                point.client = limits.judge_hosts(point.row() | point.measured.columns(),
+                                                  point.workload_metrics["client_hosts"])
             point.status = "ok"
         except PointFailed as e:
             point.fail(str(e))
@@ -309,10 +312,13 @@ def describe(point: Point, w: Workload) -> str:
 
 def _describe_client(v: dict[str, Any], m: dict[str, Any]) -> str:
     """The client's side of a server point: its CPU per unit, tail latency, losses, and whether it was the limit."""
-    if v.get("loadgen_user_s") is None:
+    if v.get("loadgen_user_s") is not None:
+        client_us = accounting.per_unit_us(v["loadgen_user_s"] + v["loadgen_system_s"], v["work"])
+        parts = [f"client {cpu_time(client_us)}"]
+    elif m.get("client_cpu_us_per_request") is not None:
+        parts = [f"{len(m['client_hosts'])} client hosts {cpu_time(m['client_cpu_us_per_request'])}"]
+    else:
         return ""
-    client_us = accounting.per_unit_us(v["loadgen_user_s"] + v["loadgen_system_s"], v["work"])
-    parts = [f"client {cpu_time(client_us)}"]
     if "latency_p99_us" in m:
         parts.append(f"p99 {latency(m['latency_p99_us'])}")
     if m.get("client_lost") or m.get("client_errors"):

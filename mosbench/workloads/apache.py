@@ -133,11 +133,16 @@ class ApacheInstance(ServerInstance):
                     host=self.host))
             self.wait_servers()
             client = [str(native.binary("mosbench-httpload")), "--ports", ",".join(map(str, self.ports)), *target]
-            if ctx.test == "files" and ctx.params["qos_step_s"] > 0:
+            if self.masters and ctx.test == "baseline":
+                raise PointFailed("apache/baseline's steps run their client on this machine: measure it "
+                                  "without --clients")
+            if ctx.test == "files" and ctx.params["qos_step_s"] > 0 and not self.masters:
                 connections = self._highest_meeting_qos(client, connections)
             elif ctx.test == "baseline":
                 self._baseline(client, connections)
-            self.start_client("httpload", [*client, "--connections-per-port", str(connections)])
+            # Client hosts take the file list along; the response-rule search (local steps) is not run there.
+            self.start_client("httpload", [*client, "--connections-per-port", str(connections)],
+                              files=(listing,) if self.file_set else ())
         except BaseException:
             self.stop()
             raise

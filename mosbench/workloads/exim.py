@@ -292,6 +292,8 @@ class EximInstance(ServerInstance):
 
 
 class Exim(ServerWorkload):
+    # Its generator's ledger is checked against the mailboxes here: it must run on this machine.
+    remote_clients = False
     name = "exim"
     unit = "message"
     description = "mail over SMTP to a private Exim daemon, delivered to mailbox files (process creation, " \

@@ -1,5 +1,6 @@
 #include "run.h"
 
+#include "control.h"
 #include "cpulist.h"
 
 #include <arpa/inet.h>
@@ -213,6 +214,7 @@ static int common_option(struct load_run *r, int opt, const char *arg)
 		}
 		return 1;
 	case 1002: r->stats_path = arg; return 1;
+	case 1010: r->control = true; return 1;
 	case 1003: r->result_path = arg; return 1;
 	case 1004: target = &r->limit_s; break;
 	case 1005: target = &r->warmup_s; break;
@@ -397,17 +399,22 @@ void load_write_latency(FILE *f, const char *key, const struct hist *h)
 }
 
 static void write_result(struct load_run *r, const uint64_t *window, const struct hist *lat, double window_s,
-			 uint64_t lag_max_ns)
+			 uint64_t lag_max_ns, const struct load_control *control)
 {
 	char tmp[4096];
-	if (!r->result_path)
-		return;
-	if (snprintf(tmp, sizeof(tmp), "%s.new", r->result_path) >= (int)sizeof(tmp))
-		return;
-	FILE *f = fopen(tmp, "w");
-	if (!f) {
-		fprintf(stderr, "%s: %s: %s\n", r->name, tmp, strerror(errno));
-		return;
+	FILE *f = stdout;
+	if (r->control) {
+		fputs("RESULT\n", f);
+	} else {
+		if (!r->result_path)
+			return;
+		if (snprintf(tmp, sizeof(tmp), "%s.new", r->result_path) >= (int)sizeof(tmp))
+			return;
+		f = fopen(tmp, "w");
+		if (!f) {
+			fprintf(stderr, "%s: %s: %s\n", r->name, tmp, strerror(errno));
+			return;
+		}
 	}
 	fprintf(f, "{\"window_s\": %.6f, \"threads\": %u, \"sent\": %llu, \"done\": %llu, \"lost\": %llu, "
 		"\"errors\": %llu, \"late\": %llu, \"bytes\": %llu,\n ",
@@ -422,6 +429,13 @@ static void write_result(struct load_run *r, const uint64_t *window, const struc
 		fputs(",\n ", f);
 		r->describe(r, f);
 	}
+	if (r->control) {
+		fputs(",\n ", f);
+		load_control_describe(f, r, control, lat);
+		fputs("}\n", f);
+		fflush(f);
+		return;
+	}
 	fputs("}\n", f);
 	if (fclose(f) || rename(tmp, r->result_path))
 		fprintf(stderr, "%s: %s: %s\n", r->name, r->result_path, strerror(errno));
@@ -434,8 +448,8 @@ static int run_threads(struct load_run *r)
 		fprintf(stderr, "%s: --cpus is required\n", r->name);
 		return 2;
 	}
-	if (!r->stats_path && !r->duration_s) {
-		fprintf(stderr, "%s: give --stats PATH (harness) or --duration S (standalone)\n", r->name);
+	if (!r->stats_path && !r->control && !r->duration_s) {
+		fprintf(stderr, "%s: give --stats PATH or --control (harness) or --duration S (standalone)\n", r->name);
 		return 2;
 	}
 	if (!r->limit_s)
@@ -468,7 +482,10 @@ static int run_threads(struct load_run *r)
 	uint64_t start = load_now_ns();
 	uint64_t limit = start + (uint64_t)(r->limit_s * 1e9);
 	uint64_t window_start = 0, window_end = 0;
-	if (!r->stats_path) {
+	struct load_control control = { 0 };
+	if (r->control) {
+		load_control_loop(r, limit, &window_start, &window_end, &control);
+	} else if (!r->stats_path) {
 		window_start = start + (uint64_t)(r->warmup_s * 1e9);
 		window_end = window_start + (uint64_t)(r->duration_s * 1e9);
 		sleep_until(window_start < limit ? window_start : limit, r);
@@ -512,8 +529,8 @@ static int run_threads(struct load_run *r)
 			lag_max_ns = r->threads[i].lag_max_ns;
 	}
 	double window_s = window_end > window_start ? (double)(window_end - window_start) / 1e9 : 0;
-	write_result(r, window, lat, window_s, lag_max_ns);
-	if (!r->stats_path) {
+	write_result(r, window, lat, window_s, lag_max_ns, &control);
+	if (!r->stats_path && !r->control) {
 		struct rusage ru;
 		getrusage(RUSAGE_SELF, &ru);
 		printf("SUMMARY sent=%llu done=%llu lost=%llu errors=%llu late=%llu bytes=%llu due=%llu window_s=%.3f "
@@ -566,6 +583,7 @@ static const struct option common_options[] = {
 	{ "warmup", required_argument, NULL, 1005 },
 	{ "duration", required_argument, NULL, 1006 },
 	{ "rate", required_argument, NULL, 1009 },
+	{ "control", no_argument, NULL, 1010 },
 };
 
 /* The generator's options, --help and the common ones; GO_ON, or the exit status of a run that ends here. */

@@ -85,6 +85,7 @@ struct load_run {
 	struct in_addr host;
 	const char *host_name;
 	const char *stats_path;		/* harness mode; NULL: standalone */
+	bool control;			/* --control: driven over standard input and output (control.h) */
 	const char *result_path;
 	double limit_s;			/* stops by itself after this long, whatever happens */
 	double warmup_s, duration_s;	/* standalone: the window the generator times itself */
@@ -135,6 +136,8 @@ long load_parse_number(const char *name, const char *what, const char *arg, long
 	"  --stats PATH       live counters for the harness (else standalone: timed by\n"      \
 	"                     --warmup S and --duration S, a summary printed)\n"             \
 	"  --result PATH      the window's counts and latency percentiles, as JSON\n"        \
+	"  --control          driven over standard input/output (another machine over SSH);\n" \
+	"                     the result, with its histogram, printed at the end\n"          \
 	"  --limit S          stop by itself after S seconds (default 600)\n"                  \
 	"  --rate R           open loop: R requests per second in all, on a schedule, latency\n" \
 	"                     from each one's intended send time (default: closed loop)\n"

@@ -545,6 +545,8 @@ shared kernel object (PostgreSQL's lseek on a table's file, the paper's inode mu
 
 
 class Postgres(ServerWorkload):
+    # pgbench, its client, reports through files of this machine (progress, transaction log).
+    remote_clients = False
     name = "postgres"
     description = "point queries on an indexed key/value table in a private PostgreSQL, pgbench as the client"
     unit = "query"

@@ -8,11 +8,14 @@ the client's answered requests, its window is the client's window, and it fails 
 
 from __future__ import annotations
 
+import math
+import socket
+from pathlib import Path
 from typing import Any
 
 from mosbench.errors import PointFailed, UserError
 from mosbench.workloads.base import Instance, Param, PointContext, PointNote, RunContext, Sample, Workload
-from mosbench.workloads.server import netns, ports
+from mosbench.workloads.server import netns, ports, remote
 from mosbench.workloads.server.loadgen import AFTER, WINDOW, Client, LoadGenerator, behind_schedule, client_metrics
 from mosbench.workloads.server.servers import Server
 
@@ -62,6 +65,28 @@ def check_client_params(workload: str, params: dict[str, Any]) -> None:
                         f"per server core (20000/core), not {params['rate']!r}") from None
 
 
+def check_server_address(address: str) -> None:
+    """An address of this machine the servers can bind (they listen there alone)."""
+    try:
+        socket.inet_pton(socket.AF_INET, address)
+    except OSError:
+        raise UserError(f"--server-address must be an IPv4 address, not {address!r}") from None
+    with socket.socket() as s:
+        try:
+            s.bind((address, 0))
+        except OSError as e:
+            raise UserError(f"--server-address {address} is not an address of this machine ({e.strerror})") from None
+
+
+def remote_hosts(params: dict[str, Any]) -> tuple[remote.ClientHost, ...]:
+    return remote.parse_clients(params.get("clients", ""))
+
+
+def per_host_cpus(cores: int, params: dict[str, Any], hosts: int) -> int:
+    """Each client host's share of a point's generator CPUs (client_cpus per server core, all hosts)."""
+    return max(1, math.ceil(client_cores(cores, params) / hosts))
+
+
 class ServerWorkload(Workload):
     unit = "request"
     client_params = (
@@ -70,18 +95,28 @@ class ServerWorkload(Workload):
         RATE,
         Param("net", "loopback", "the client's path: loopback, or veth (its own network namespace, a veth pair, "
               "RPS over the server's CPUs)"),
+        Param("clients", "", "client hosts (HOST,HOST or @FILE of `HOST [CPUS]` lines), reached over ssh, each "
+              "running the generator; empty: on this machine (--clients)"),
+        Param("server_address", "", "the address the servers listen on and the clients reach, alone "
+              "(--server-address; empty: 127.0.0.1, or the veth end)"),
+        Param("ssh_config", "", "an ssh_config file for the client hosts (--ssh-config; empty: the user's)"),
     )
 
     # Whether the server also binds its port for UDP (memcached), so a free one must be free for both.
     binds_udp = False
+    # Whether its client can run on client hosts (its generator keeps nothing there the harness must read).
+    remote_clients = True
 
     def point_notes(self, metrics: dict[str, Any]) -> list[PointNote]:
-        """An open-loop client that could not keep its schedule: the rate asked was not the rate sent."""
+        """An open-loop client that could not keep its schedule: the rate asked was not the rate sent;
+        client hosts whose clocks or windows were apart."""
+        notes = [PointNote("client hosts", n) for n in remote.host_notes(metrics)]
         note = behind_schedule(metrics)
-        return [PointNote("client behind", note)] if note else []
+        return [*notes, PointNote("client behind", note)] if note else notes
 
     def loadgen_cores(self, cores: int, params: dict[str, Any]) -> int:
-        return client_cores(cores, params)
+        # Client hosts bring their own CPUs: none of this machine's is taken from the sweep.
+        return 0 if params.get("clients") else client_cores(cores, params)
 
     def ports_at(self, cores: int) -> int:
         """How many ports from the user's first a point at `cores` binds: one a core where a variant runs
@@ -89,8 +124,11 @@ class ServerWorkload(Workload):
         return cores
 
     def check_cores(self, params: dict[str, Any], cores: int) -> None:
-        """The user's ports are free now (a port taken later still fails its point, with the server's
-        own words). The servers bind as root or drop root after binding, so any free port will do."""
+        """The client hosts can take a point at `cores`; the user's ports are free now (a port taken
+        later still fails its point, with the server's own words). The servers bind as root or drop root
+        after binding, so any free port will do."""
+        if remote_hosts(params):
+            self.check_clients(params, cores)
         first = params["port"]
         if not first:
             return
@@ -104,21 +142,55 @@ class ServerWorkload(Workload):
             raise UserError(f"{self.name} {kind}port {taken[0]} is taken on {ports.HOST}{uses}: "
                             f"give free ones, or 0")
 
+    def check_clients(self, params: dict[str, Any], cores: int) -> None:
+        """Every client host reachable, the same architecture, with the CPUs a point at `cores` wants there."""
+        hosts = remote_hosts(params)
+        for host in hosts:
+            facts = remote.probe(host, params["ssh_config"], params["server_address"])
+            remote.check_host(facts, host, per_host_cpus(cores, params, len(hosts)))
+
     def check_params(self, params: dict[str, Any]) -> None:
         check_client_params(self.name, params)
         if params["net"] not in NETS:
             raise UserError(f"{self.name} net must be one of {', '.join(NETS)}, not {params['net']!r}")
         if params["net"] == "veth":
             netns.check_available()
+        if params["server_address"]:
+            check_server_address(params["server_address"])
+        if params["ssh_config"] and not Path(params["ssh_config"]).is_file():
+            raise UserError(f"--ssh-config {params['ssh_config']}: no such file")
+        if remote_hosts(params):
+            if not self.remote_clients:
+                raise UserError(f"{self.name} cannot drive its server from client hosts yet: its client keeps "
+                                "what the run checks on this machine (run it without --clients)")
+            if params["net"] != "loopback":
+                raise UserError("--clients and -p net=veth are two client paths: give one")
+            if not params["server_address"] or params["server_address"].startswith("127."):
+                raise UserError("--clients needs --server-address: the address of this machine the client hosts "
+                                "reach (the servers listen there alone)")
 
     def setup(self, ctx: RunContext) -> None:
         if ctx.params["net"] == "veth":
             ctx.extra["link"] = netns.create(ctx.launcher.journal, self.name)
+        hosts = remote_hosts(ctx.params)
+        if hosts:
+            masters: list[remote.Master] = []
+            ctx.extra["masters"] = masters
+            facts = []
+            for i, host in enumerate(hosts):
+                masters.append(remote.Master(ctx.launcher, ctx.group, host, i, ctx.params["ssh_config"],
+                                             ctx.scratch))
+                facts.append(remote.probe(host, ctx.params["ssh_config"], ctx.params["server_address"],
+                                          masters[-1].path))
+            ctx.extra["host_facts"] = facts
+            ctx.facts["client_hosts"] = {f.host: f.as_fact() for f in facts}
 
     def teardown(self, ctx: RunContext) -> None:
         link = ctx.extra.pop("link", None)
         if link:
             netns.remove(ctx.launcher.journal, link)
+        for master in ctx.extra.pop("masters", []):
+            master.close()
 
 
 class ServerInstance(Instance):
@@ -127,11 +199,13 @@ class ServerInstance(Instance):
     def __init__(self, ctx: PointContext, count: int, udp: bool = False):
         self.ctx = ctx
         self.link: netns.VethLink | None = ctx.run.extra.get("link")
-        self.host = self.link.server_addr if self.link else ports.HOST
+        self.host = self.link.server_addr if self.link else (ctx.params.get("server_address") or ports.HOST)
+        self.masters: list[remote.Master] = ctx.run.extra.get("masters", [])
         if self.link:
             netns.steer(self.link, ctx.cpus)
         self.servers: list[Server] = []
         self.client: Client | None = None
+        self.client_result: dict[str, Any] = {}
         self.ports: list[int] = []
         try:
             self.ports = ports.ports_for(ctx.params["port"], count, udp=udp, host=self.host)
@@ -142,17 +216,42 @@ class ServerInstance(Instance):
         for s in self.servers:
             s.wait_ready()
 
-    def start_client(self, name: str, argv: list[str]) -> None:
-        """A native load generator (native/loadgen) as the point's client."""
+    def start_client(self, name: str, argv: list[str], files: tuple[Path, ...] = ()) -> None:
+        """A native load generator (native/loadgen) as the point's client: here, or one on every client
+        host (files: local files the arguments name, taken along)."""
+        rate = rate_at(self.ctx.params, len(self.ctx.cpus))
+        if self.masters:
+            self.client = self._remote_clients(name, argv, files, rate)
+            self.check()
+            return
         if not self.ctx.loadgen_group:
             raise PointFailed(f"{name} needs a load generator group")
-        rate = rate_at(self.ctx.params, len(self.ctx.cpus))
         if rate is not None:
             argv = [*argv, "--rate", f"{rate:g}"]
         self.client = LoadGenerator(self.ctx.launcher, name, [*argv, "--host", self.host], self.ctx.loadgen_group,
                                     self.ctx.loadgen_cpus, self.ctx.scratch, self.ctx.timeout,
                                     enter=netns.entering(self.link) if self.link else None)
         self.check()
+
+    def _remote_clients(self, name: str, argv: list[str], files: tuple[Path, ...],
+                        rate: float | None) -> remote.RemoteClients:
+        ctx = self.ctx
+        facts: list[remote.HostFacts] = ctx.run.extra["host_facts"]
+        count = per_host_cpus(len(ctx.cpus), ctx.params, len(self.masters))
+        args = [*argv[1:], "--host", self.host]
+        if rate is not None:  # the rate is the whole client's: each host sends its share
+            args += ["--rate", f"{rate / len(self.masters):g}"]
+        generators: list[remote.RemoteGenerator] = []
+        try:
+            for i, (master, fact) in enumerate(zip(self.masters, facts, strict=True)):
+                generators.append(remote.RemoteGenerator(
+                    ctx.launcher, master, ctx.run.group, f"{name}-{i}", Path(argv[0]), args,
+                    remote.host_cpus(master.host, fact, count), ctx.timeout, files))
+        except BaseException:
+            for g in generators:
+                g.stop()
+            raise
+        return remote.RemoteClients(name, generators)
 
     def sample(self) -> Sample:
         assert self.client is not None
@@ -174,8 +273,16 @@ class ServerInstance(Instance):
 
     def stop(self) -> dict[str, Any]:
         result = self.client.stop() if self.client else {}
+        self.client_result = result
         self.stop_servers()
         return self.metrics(result)
+
+    def window_work(self) -> float | None:
+        """Client hosts count their windows exactly, opened and closed by message: their sum is the work
+        (sampling them at the window's edges would add a round trip's requests of error)."""
+        if self.masters and self.client_result:
+            return float(self.client_result["done"])
+        return None
 
     def stop_servers(self) -> None:
         for s in self.servers:
@@ -183,10 +290,18 @@ class ServerInstance(Instance):
 
     def metrics(self, result: dict[str, Any]) -> dict[str, Any]:
         """The point's metrics from the client's window result: counts, latencies, the network path."""
-        metrics: dict[str, Any] = {"instances": len(self.servers), "net": "veth" if self.link else "loopback"}
+        net = "client hosts" if self.masters else "veth" if self.link else "loopback"
+        metrics: dict[str, Any] = {"instances": len(self.servers), "net": net}
         if self.ports:
             metrics["ports"] = f"{self.ports[0]}-{self.ports[-1]}"
         metrics.update(client_metrics(result))
+        hosts: list[remote.HostResult] = result.get("host_results") or []
+        if hosts:
+            metrics["client_hosts"] = [h.as_metrics() for h in hosts]
+            metrics["client_window_spread_ms"] = round(result["window_spread_s"] * 1000, 3)
+            done = sum(h.counts.get("done", 0) for h in hosts)
+            if done:
+                metrics["client_cpu_us_per_request"] = round(sum(h.cpu_s for h in hosts) / done * 1e6, 3)
         for key in ("contexts", "connections", "sessions"):
             if key in result:
                 metrics[f"client_{key}"] = result[key]

@@ -46,3 +46,26 @@ def judge(point: dict[str, Any], loadgen_cpus: int) -> Verdict | None:
     if busy >= SATURATED:
         return Verdict(False, f"client CPUs {busy:.0%} busy and server CPUs {idle:.0%} idle: both saturated")
     return Verdict(False, f"client CPUs {busy:.0%} busy, server CPUs {idle:.0%} idle")
+
+
+def judge_hosts(point: dict[str, Any], hosts: list[dict[str, Any]]) -> Verdict | None:
+    """The verdict for a point driven from client hosts: the busiest host's generator CPUs (its own
+    /proc/stat over the window) against the server's idle share; None without the numbers."""
+    measured = [h for h in hosts if h.get("busy") is not None]
+    if not measured or not point.get("window_s"):
+        return None
+    _, idle, _ = shares(point["user_s"], point["system_s"], point["idle_s"], point.get("steal_s") or 0.0)
+    top = max(measured, key=lambda h: h["busy"])
+    others = "" if len(measured) == 1 else f" (the other hosts at most {_second(measured):.0%})"
+    if top["busy"] >= SATURATED and idle >= SPARE:
+        return Verdict(True, f"client host {top['host']} at {top['busy']:.0%} busy while the server's CPUs "
+                             f"idled {idle:.0%}{others}")
+    if top["busy"] >= SATURATED:
+        return Verdict(False, f"client host {top['host']} at {top['busy']:.0%} busy and the server's CPUs "
+                              f"{idle:.0%} idle: both saturated")
+    return Verdict(False, f"client hosts at most {top['busy']:.0%} busy ({top['host']}), server CPUs "
+                          f"{idle:.0%} idle")
+
+
+def _second(hosts: list[dict[str, Any]]) -> float:
+    return sorted(h["busy"] for h in hosts)[-2]

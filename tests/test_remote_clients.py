@@ -1,0 +1,280 @@
+"""--clients: load generators on client hosts over SSH, here network namespaces with real sshd.
+
+The unit tests need nothing; the rest build client hosts (tests/clienthosts.py) and run mosbench as a
+user would, then check the per-host figures, each failure (a host unreachable, a generator killed
+mid-window, a skewed clock, a host too busy) and that nothing is left on the hosts or here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from mosbench import native
+from mosbench.errors import UserError
+from mosbench.workloads.server import limits, ports, remote
+from mosbench.workloads.server.histogram import Histogram, bucket_of, bucket_top
+from tests.clienthosts import ClientHosts, leftovers, why_not
+
+MOSBENCH = [sys.executable, "-m", "mosbench"]
+
+
+# --- what needs no host ---------------------------------------------------------------------------------
+
+def test_client_lists_and_files(tmp_path: Path) -> None:
+    assert [h.name for h in remote.parse_clients("c1, root@c2,169.254.1.2")] == ["c1", "root@c2", "169.254.1.2"]
+    assert remote.parse_clients("") == ()
+    listing = tmp_path / "hosts"
+    listing.write_text("# the rack\nc1 0-15\n\nc2   # all its CPUs\n")
+    hosts = remote.parse_clients(f"@{listing}")
+    assert hosts == (remote.ClientHost("c1", tuple(range(16))), remote.ClientHost("c2"))
+
+
+@pytest.mark.parametrize("text, words", [
+    ("-oProxyCommand=sh", "not a host name"),  # never an ssh option
+    ("c1,c1", "twice"),
+    ("c1;reboot", "not a host name"),
+    (",", "no host"),
+    ("@/nonexistent/hosts", "cannot read"),
+])
+def test_bad_client_lists(text: str, words: str) -> None:
+    with pytest.raises(UserError, match=words):
+        remote.parse_clients(text)
+
+
+def test_bad_cpu_list_in_a_file_names_its_line(tmp_path: Path) -> None:
+    listing = tmp_path / "hosts"
+    listing.write_text("c1 0-3\nc2 zero\n")
+    with pytest.raises(UserError, match=r"hosts:2: 'zero' is not a CPU list"):
+        remote.parse_clients(f"@{listing}")
+
+
+def test_histogram_buckets_match_the_generators() -> None:
+    """bucket_of/bucket_top are hist.c's: every value falls in a bucket whose top is at least it, and the
+    previous bucket's top is below it, across the whole range."""
+    rng = random.Random(5)
+    values = list(range(300)) + [rng.randrange(1, 1 << 62) for _ in range(5000)] + [(1 << k) - 1 for k in range(8, 63)]
+    for v in values:
+        i = bucket_of(v)
+        assert bucket_top(i) >= v
+        assert i == 0 or bucket_top(i - 1) < v
+        # The bucket's width is within 1/64 of its values (the generators' stated precision).
+        assert bucket_top(i) - v <= max(1, v // 64)
+
+
+def test_merging_hosts_is_exact() -> None:
+    """Two hosts' histograms added bucket by bucket equal one histogram of all their values; averaging
+    their percentiles would not (a slow host's tail vanishes)."""
+    rng = random.Random(7)
+    fast = [rng.randrange(50_000, 60_000) for _ in range(9000)]
+    slow = [rng.randrange(5_000_000, 9_000_000) for _ in range(1000)]
+    merged = Histogram.of(fast)
+    merged.add(Histogram.of(slow))
+    assert merged.summary() == Histogram.of(fast + slow).summary()
+    averaged = (Histogram.of(fast).percentile(0.99) + Histogram.of(slow).percentile(0.99)) / 2
+    assert merged.percentile(0.99) > 1.5 * averaged
+
+
+def test_a_generators_own_percentiles_read_back_from_its_buckets() -> None:
+    """One host's result, merged alone, gives exactly the percentiles the generator printed."""
+    port = ports.ports_for(0, 1, udp=True)[0]
+    server = subprocess.Popen(["memcached", "-u", "nobody", "-l", "127.0.0.1", "-p", str(port), "-U", str(port),
+                               "-t", "1"])
+    try:
+        for _ in range(50):
+            if not ports.is_free(port):
+                break
+            time.sleep(0.1)
+        gen = subprocess.Popen([str(native.binary("mosbench-memload")), "--ports", str(port), "--cpus", "0",
+                                "--contexts-per-port", "4", "--control", "--limit", "20"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert gen.stdin is not None
+        gen.stdin.write("w\n")
+        gen.stdin.flush()
+        time.sleep(0.5)
+        stdout, _ = gen.communicate("a\nq\n", timeout=30)
+    finally:
+        server.terminate()
+        server.wait()
+    out = subprocess.CompletedProcess([], 0, stdout)
+    result = json.loads(out.stdout.split("RESULT\n", 1)[1])
+    h = Histogram.from_result(result["hist"])
+    assert h.count == result["latency_ns"]["count"] > 0
+    assert h.summary() == result["latency_ns"]
+    assert result["usage"]["cpus"] == 1
+
+
+def test_client_bound_verdict_names_the_host() -> None:
+    point = {"window_s": 2.0, "user_s": 0.4, "system_s": 0.6, "idle_s": 1.0, "steal_s": 0.0}
+    hosts = [{"host": "c1", "busy": 0.55}, {"host": "c3", "busy": 0.97}]
+    v = limits.judge_hosts(point, hosts)
+    assert v is not None and v.client_bound
+    assert v.evidence == "client host c3 at 97% busy while the server's CPUs idled 50% (the other hosts at most 55%)"
+    v = limits.judge_hosts({**point, "idle_s": 0.0, "user_s": 0.8, "system_s": 1.2}, hosts)
+    assert v is not None and not v.client_bound and "both saturated" in v.evidence
+    assert limits.judge_hosts(point, [{"host": "c1", "busy": None}]) is None
+
+
+def test_skewed_clock_and_apart_windows_are_named() -> None:
+    metrics = {"client_hosts": [{"host": "c2", "clock_offset_ms": 5001.2, "clock_offset_error_ms": 0.2}],
+               "client_window_spread_ms": 120.0}
+    notes = remote.host_notes(metrics)
+    assert notes[0].startswith("client host c2's clock is +5.001 s off ours")
+    assert notes[1] == "CLIENT WINDOWS APART: the hosts' windows opened up to 120 ms apart"
+
+
+def test_the_remote_command_keeps_nothing() -> None:
+    """The session's line: a private directory removed at exit, the binary and files read by size, their
+    paths substituted, every other argument quoted."""
+    line = remote.remote_command([100, 7], ["--files", "/x/list", "--domain", "a b"], [Path("/x/list")])
+    assert line.startswith("d=$(mktemp -d /tmp/mosbench-client.XXXXXX) || exit 1; trap 'rm -rf \"$d\"' EXIT;")
+    assert 'head -c 100 > "$d/g"' in line and 'head -c 7 > "$d/f0"' in line
+    assert line.endswith('"$d/g" --files "$d/f0" --domain \'a b\'')
+
+
+# --- on client hosts --------------------------------------------------------------------------------------
+
+needs_hosts = pytest.mark.skipif(why_not() is not None, reason=why_not() or "")
+
+
+def _run(hosts: ClientHosts, store: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([*MOSBENCH, "run", *args, "--clients", hosts.clients(), "--server-address",
+                           hosts.server_address, "--ssh-config", str(hosts.ssh_config), "--store", f"sqlite:///{store}",
+                           "--no-wait"], capture_output=True, text=True, timeout=timeout)
+
+
+def _points(store: Path) -> list[dict]:
+    db = sqlite3.connect(store)
+    db.row_factory = sqlite3.Row
+    return [dict(r) for r in db.execute("select * from points order by id")]
+
+
+def _nothing_left(hosts: ClientHosts) -> None:
+    assert leftovers(hosts) == []
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert "mosbench-" not in netns.replace("mosbench-test-", "")
+
+
+@needs_hosts
+def test_memcached_from_two_client_hosts(tmp_path: Path) -> None:
+    with ClientHosts(2) as hosts:
+        out = _run(hosts, tmp_path / "r.db", "memcached", "--variant", "per-core", "--cores", "1", "--trials", "1",
+                   "--warmup", "0.5", "--duration", "1.5", "--max-interference", "100")
+        assert out.returncode == 0, out.stderr
+        (point,) = _points(tmp_path / "r.db")
+        m = json.loads(point["metrics"])
+        assert m["net"] == "client hosts"
+        assert [h["host"] for h in m["client_hosts"]] == ["c1", "c2"]
+        # Per host and in all: the total is the hosts' sum, and each host did its share.
+        assert sum(h["done"] for h in m["client_hosts"]) == m["client_done"] == point["work"]
+        assert all(h["done"] > 1000 and h["cpu_us_per_request"] > 0 for h in m["client_hosts"])
+        assert all(abs(h["clock_offset_ms"]) < 50 for h in m["client_hosts"])
+        assert m["client_window_spread_ms"] < 50
+        assert m["client_evidence"]
+        # No CPU of this machine was taken for a local client.
+        assert point["loadgen_cpus"] is None
+        _nothing_left(hosts)
+
+
+@needs_hosts
+def test_an_unreachable_host_is_refused_before_the_run(tmp_path: Path) -> None:
+    with ClientHosts(2) as hosts:
+        hosts.stop_sshd(1)
+        out = _run(hosts, tmp_path / "r.db", "memcached", "--cores", "1", "--trials", "1")
+        assert out.returncode == 2
+        last = out.stderr.strip().splitlines()[-1]
+        assert last.startswith("mosbench: client host c2: ssh: connect to host"), out.stderr
+        assert last.endswith("Connection refused")
+        assert not (tmp_path / "r.db").exists()  # refused before anything was made
+        _nothing_left(hosts)
+
+
+def _kill_first_generator(deadline: float, killed: list[int]) -> None:
+    """Waits for a generator started over SSH (ours: the test started the run) to be in its window, then
+    kills it by PID."""
+    while time.monotonic() < deadline and not killed:
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if cmd and cmd[0].startswith(b"/tmp/mosbench-client.") and b"--control" in cmd:
+                time.sleep(1.2)  # past the 0.5 s warm-up: mid-window
+                os.kill(int(pid), signal.SIGKILL)
+                killed.append(int(pid))
+                return
+        time.sleep(0.05)
+
+
+@needs_hosts
+def test_a_generator_that_dies_fails_its_point_and_the_run_goes_on(tmp_path: Path) -> None:
+    with ClientHosts(2) as hosts:
+        killed: list[int] = []
+        killer = threading.Thread(target=_kill_first_generator, args=(time.monotonic() + 120, killed))
+        killer.start()
+        out = _run(hosts, tmp_path / "r.db", "memcached", "--variant", "per-core", "--cores", "1", "--trials", "2",
+                   "--warmup", "0.5", "--duration", "2", "--max-interference", "100")
+        killer.join()
+        assert killed
+        first, second = _points(tmp_path / "r.db")
+        assert first["status"] == "failed"
+        assert first["reason"].startswith("client host c"), first["reason"]
+        assert second["status"] == "ok"
+        assert out.returncode == 3  # some points failed
+        _nothing_left(hosts)
+
+
+@needs_hosts
+def test_a_skewed_clock_is_measured_and_named(tmp_path: Path) -> None:
+    with ClientHosts(2, skew={1: 5.0}) as hosts:
+        out = _run(hosts, tmp_path / "r.db", "memcached", "--variant", "per-core", "--cores", "1", "--trials", "1",
+                   "--warmup", "0.5", "--duration", "1", "--max-interference", "100")
+        assert out.returncode == 0, out.stderr
+        (point,) = _points(tmp_path / "r.db")
+        c1, c2 = json.loads(point["metrics"])["client_hosts"]
+        assert abs(c1["clock_offset_ms"]) < 50
+        assert 4900 < c2["clock_offset_ms"] < 5100
+        # The window opened by message: corrected by the offset, the hosts' windows still opened together.
+        assert json.loads(point["metrics"])["client_window_spread_ms"] < 50
+        assert "client host c2's clock is +5.0" in out.stderr
+        _nothing_left(hosts)
+
+
+@needs_hosts
+def test_a_host_too_busy_to_keep_up_is_the_limit(tmp_path: Path) -> None:
+    """Both hosts' generators on CPU 1 with a spinning program beside them: the hosts' CPU is full while
+    the one-core server on CPU 0 waits for requests."""
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs 2 CPUs")
+    listing = tmp_path / "hosts"
+    with ClientHosts(2) as hosts:
+        listing.write_text("c1 1\nc2 1\n")
+        hog = subprocess.Popen(["taskset", "-c", "1", "sh", "-c", "while :; do :; done"])
+        try:
+            out = subprocess.run([*MOSBENCH, "run", "memcached", "--variant", "per-core", "--cores", "1",
+                                  "--trials", "1", "--warmup", "0.5", "--duration", "1.5", "--max-interference",
+                                  "100", "-p", "contexts=1", "--clients", f"@{listing}", "--server-address",
+                                  hosts.server_address, "--ssh-config", str(hosts.ssh_config), "--store",
+                                  f"sqlite:///{tmp_path / 'r.db'}"], capture_output=True, text=True, timeout=300)
+        finally:
+            hog.kill()
+            hog.wait()
+        assert out.returncode == 0, out.stderr
+        (point,) = _points(tmp_path / "r.db")
+        m = json.loads(point["metrics"])
+        assert m["client_bound"], m["client_evidence"]
+        assert m["client_evidence"].startswith("client host c")
+        assert "2 client hosts " in out.stderr and "CLIENT-BOUND (client host c" in out.stderr
+        _nothing_left(hosts)
