@@ -10,7 +10,12 @@ same window on the script's clock, the client's CPU time (utime + stime of every
 lines). Prints each round and the medians: answered/s, client CPU-seconds per second, answered per
 client CPU-second, and ours over theirs.
 
-    .venv/bin/python benchmarks/vs_memaslap.py --rounds 5
+With --namespace the clients run in a network namespace of their own (tests/clienthosts.py: a veth
+pair to a bridge here, link-local addresses) and the server listens on the bridge's address: each
+request's receive path then runs on the server's side, not the client's CPU (the paper's setup, with
+the NIC's part played by veth).
+
+    .venv/bin/python benchmarks/vs_memaslap.py --rounds 5 [--namespace]
 """
 
 from __future__ import annotations
@@ -48,8 +53,13 @@ def pinned(cpus: list[int]):
     return lambda: os.sched_setaffinity(0, cpus)
 
 
+# Where the server listens and how a client command is run: loopback here, or a namespace (--namespace).
+HOST = ports.HOST
+PREFIX: list[str] = []
+
+
 def flush(port: int) -> None:
-    with socket.create_connection((ports.HOST, port), timeout=2) as s:
+    with socket.create_connection((HOST, port), timeout=2) as s:
         s.sendall(b"flush_all\r\n")
         if not s.recv(100).startswith(b"OK"):
             raise RuntimeError("memcached did not take flush_all")
@@ -69,7 +79,8 @@ def window_cpu(proc: subprocess.Popen, warmup: float, duration: float, at_warmup
 
 def ours(port: int, cpus: list[int], contexts: int, warmup: float, duration: float, tmp: Path) -> tuple[float, float]:
     result = tmp / "ours.json"
-    proc = subprocess.Popen([str(native.binary("mosbench-memload")), "--ports", str(port), "--cpus",
+    proc = subprocess.Popen([*PREFIX, str(native.binary("mosbench-memload")), "--host", HOST, "--ports", str(port),
+                             "--cpus",
                              cpulist.format(cpus), "--contexts-per-port", str(contexts), "--warmup", str(warmup),
                              "--duration", str(duration), "--result", str(result)], stdout=subprocess.DEVNULL)
     cpu, _ = window_cpu(proc, warmup, duration)
@@ -84,7 +95,7 @@ def theirs(port: int, cpus: list[int], contexts: int, warmup: float, duration: f
     cfg = tmp / "memaslap.cfg"
     cfg.write_text("key\n16 16 1\nvalue\n8 8 1\ncmd\n0 0.0\n1 1.0\n")  # get only; its shortest key is 16 bytes
     run_for = int(warmup + duration + 2)
-    proc = subprocess.Popen(["memcaslap", "-s", f"{ports.HOST}:{port}", "-U", "-T", str(len(cpus)), "-c",
+    proc = subprocess.Popen([*PREFIX, "memcaslap", "-s", f"{HOST}:{port}", "-U", "-T", str(len(cpus)), "-c",
                              str(contexts), "-t", f"{run_for}s", "-S", "1s", "-F", str(cfg)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             preexec_fn=pinned(cpus), start_new_session=True)
@@ -113,20 +124,34 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=2.0)
     ap.add_argument("--duration", type=float, default=3.0)
     ap.add_argument("--contexts", type=int, default=8, help="client contexts (memaslap: concurrency)")
+    ap.add_argument("--namespace", action="store_true", help="clients in a network namespace over veth")
     args = ap.parse_args()
+    if args.namespace:
+        from tests.clienthosts import ClientHosts
+
+        global HOST, PREFIX
+        with ClientHosts(1) as hosts:
+            HOST, PREFIX = hosts.server_address, ["ip", "netns", "exec", hosts.hosts[0].netns]
+            compare(args)
+    else:
+        compare(args)
+
+
+def compare(args: argparse.Namespace) -> None:
     if not shutil.which("memcaslap") or not shutil.which("memcached"):
         sys.exit("vs_memaslap: needs memcached and memcaslap (apt-get install memcached libmemcached-tools)")
     cpus = sorted(os.sched_getaffinity(0))
     server_cpu, client_cpus = cpus[:1], (cpus[1:] or cpus)
     (port,) = ports.free_ports(1, udp=True)
-    server = subprocess.Popen(["memcached", *server_user(), "-l", ports.HOST, "-p", str(port), "-U", str(port),
+    server = subprocess.Popen(["memcached", *server_user(), "-l", HOST, "-p", str(port), "-U", str(port),
                                "-t", "1", "-m", "64"], preexec_fn=pinned(server_cpu))
     results: dict[str, list[tuple[float, float]]] = {"mosbench-memload": [], "memaslap": []}
     try:
         deadline = time.monotonic() + 10
-        while ports.is_free(port, udp=True) and time.monotonic() < deadline:  # until it has bound
+        while ports.is_free(port, udp=True, host=HOST) and time.monotonic() < deadline:  # until it has bound
             time.sleep(0.05)
-        print(f"memcached on CPU {server_cpu[0]}, clients on CPUs {cpulist.format(client_cpus)}, "
+        print(f"memcached on CPU {server_cpu[0]} at {HOST}{' (clients in a namespace)' if PREFIX else ''}, "
+              f"clients on CPUs {cpulist.format(client_cpus)}, "
               f"{args.contexts} contexts, {args.rounds} interleaved rounds of {args.duration:g} s")
         with tempfile.TemporaryDirectory() as d:
             for r in range(args.rounds):

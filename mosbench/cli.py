@@ -133,6 +133,11 @@ def cli() -> None:
 @click.option("--isolation", type=click.Choice(ISOLATIONS), default="cgroup", show_default=True,
               help="cgroup (cpuset; affinity if none is mounted), affinity, or hotplug (offlines other CPUs).")
 @click.option("-p", "--param", "params", multiple=True, help="Workload parameter name=value or workload.name=value.")
+@click.option("--clients", metavar="HOST[,HOST…]|@FILE",
+              help="Run the server workloads' load generators on these hosts over ssh (-p clients=).")
+@click.option("--server-address", metavar="ADDR",
+              help="The address the servers listen on, alone, and client hosts reach (-p server_address=).")
+@click.option("--ssh-config", type=click.Path(dir_okay=False), help="ssh_config for the client hosts (ssh -F).")
 @click.option("--profile", "profiling", is_flag=False, flag_value="all", default=None, metavar="[SELECTIONS]",
               help="Profile each window with perf (call graphs, kernel lock contention, PMU counts) and store it "
                    "with the point: every point, or those of the given workloads or workload/tests (a,b/c).")
@@ -146,8 +151,13 @@ def cli() -> None:
 @click.option("--no-wait", is_flag=True, help="Refuse (exit 2) rather than wait while another run measures.")
 @store_option
 def run(selections, cores, variants, trials_spec, precision, duration, warmup, interval, placement, isolation, params,
-        profiling, label, resume_ref, max_interference, retry_interfered, no_wait, store_url) -> None:
+        clients, server_address, ssh_config, profiling, label, resume_ref, max_interference, retry_interfered,
+        no_wait, store_url) -> None:
     """Run SELECTIONS (workload or workload/test) over core counts, storing every point."""
+    # The client options are the server workloads' parameters: stored with the plan, so --resume has them.
+    for name, value in (("clients", clients), ("server_address", server_address), ("ssh_config", ssh_config)):
+        if value:
+            params = (*params, f"{name}={Path(value).resolve() if name == 'ssh_config' else value}")
     from mosbench.run import start
     from mosbench.run.sweep import Sweep  # the sweep pulls in rich's live display; keep `list` fast
 
@@ -488,13 +498,29 @@ def model_scaling(run_ref, up_to, output, store_url) -> None:
 
 
 @cli.command()
-def doctor() -> None:
-    """What this machine supports: topology, cgroups, hotplug, perf events, huge pages, packages."""
+@click.option("--clients", metavar="HOST[,HOST…]|@FILE", help="Also check these client hosts over ssh.")
+@click.option("--server-address", metavar="ADDR", help="The address the client hosts reach the servers at.")
+@click.option("--ssh-config", type=click.Path(dir_okay=False, exists=True), help="ssh_config for the hosts (ssh -F).")
+def doctor(clients, server_address, ssh_config) -> None:
+    """What this machine supports: topology, cgroups, hotplug, perf events, huge pages, packages; with
+    --clients, each client host's reach, CPUs, route, clock and generators, and the server's NIC."""
     from mosbench.machine import doctor as checks
 
     _recover()
+    rows = list(checks.checks())
+    if clients:
+        from mosbench import native
+        from mosbench.workloads.server import remote
+
+        hosts = remote.parse_clients(clients)
+        if not server_address:
+            raise UserError("doctor --clients needs --server-address: the address the hosts reach this machine at")
+        binaries = [native.binary(n) for n in ("mosbench-memload", "mosbench-httpload")]
+        rows += checks.server_nic_rows(server_address)
+        rows += remote.doctor_rows(hosts, str(Path(ssh_config).resolve()) if ssh_config else "", server_address,
+                                   binaries)
     t = Table(show_header=False)
-    for what, finding, ok in checks.checks():
+    for what, finding, ok in rows:
         # What the machine says is text, not markup: sysfs writes "[madvise]" for the chosen THP mode.
         t.add_row(Text("✓ " if ok else "! ", style="green" if ok else "yellow") + Text(what), Text(finding))
     console.print(t)

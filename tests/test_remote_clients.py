@@ -278,3 +278,36 @@ def test_a_host_too_busy_to_keep_up_is_the_limit(tmp_path: Path) -> None:
         assert m["client_evidence"].startswith("client host c")
         assert "2 client hosts " in out.stderr and "CLIENT-BOUND (client host c" in out.stderr
         _nothing_left(hosts)
+
+
+@needs_hosts
+def test_doctor_checks_each_client_host() -> None:
+    with ClientHosts(2) as hosts:
+        hosts.stop_sshd(1)
+        out = subprocess.run([*MOSBENCH, "doctor", "--clients", hosts.clients(), "--server-address",
+                              hosts.server_address, "--ssh-config", str(hosts.ssh_config)],
+                             capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "250"})
+        assert out.returncode == 0, out.stderr
+        text = out.stdout
+        assert f"{hosts.server_address} on {hosts.bridge}" in text
+        assert "route to " in text and f"src {hosts.hosts[0].address}" in text
+        assert "mosbench-memload" in text and "runs there" in text
+        assert "clock offset" in text
+        # The host that cannot be reached is a row of its own, with ssh's reason.
+        assert "client host c2: ssh: connect to host" in text
+        _nothing_left(hosts)
+
+
+@needs_hosts
+def test_balanced_flows_from_client_hosts(tmp_path: Path) -> None:
+    """Each host's contexts get source ports of its own choosing, every flow listed and hashed."""
+    with ClientHosts(2) as hosts:
+        out = _run(hosts, tmp_path / "r.db", "memcached", "--variant", "per-core", "--cores", "1", "--trials", "1",
+                   "--warmup", "0.3", "--duration", "0.7", "--max-interference", "100", "-p", "flows=balanced")
+        assert out.returncode == 0, out.stderr
+        (point,) = _points(tmp_path / "r.db")
+        m = json.loads(point["metrics"])
+        assert m["flows"] == 2 * 8  # 8 contexts a server core (the default) on each host
+        assert len(bytes.fromhex(m["flow_hash_low_bytes"])) == m["flows"]
+        assert m["flows_chosen"] == "balanced"
+        assert sum(m["flow_queues_predicted"].values()) == m["flows"]

@@ -1,8 +1,9 @@
 """A file per run listing what the run changed on the machine, so a crash cannot leave it behind.
 
-Every cgroup made, CPU offlined, process started, scratch directory and network namespace made, and every
-line added to a system file (Exim's list of trusted configurations) is written down before it takes effect
-and crossed off when undone. A run that dies without cleaning up (SIGKILL, an OOM kill of
+Every cgroup made, CPU offlined, process started, scratch directory and network namespace made, every
+line added to a system file (Exim's list of trusted configurations) and every steering setting changed (an
+IRQ's CPUs, a queue's RPS or XPS mask, with its old value) is written down before it takes effect and
+crossed off when undone. A run that dies without cleaning up (SIGKILL, an OOM kill of
 the harness) leaves its journal: its guardian (guardian.py), a small process that outlives the harness,
 undoes it at once and marks the run killed in the store; should the guardian be gone too, the next
 mosbench command finds journals whose owner is gone and does the same.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -22,6 +24,13 @@ from pathlib import Path
 
 SCRATCH_PREFIX = "mosbench-run"
 NETNS_PREFIX = "mosbench-"
+# The only settings undo writes, relative to the root, whatever a journal lists: a NIC queue's steering.
+SETTINGS = (
+    re.compile(r"proc/irq/\d+/smp_affinity_list"),
+    re.compile(r"sys/class/net/[^/]+/queues/rx-\d+/rps_cpus"),
+    re.compile(r"sys/class/net/[^/]+/queues/tx-\d+/xps_cpus"),
+)
+_SETTING_VALUE = re.compile(r"[0-9a-fA-F,-]{1,4096}")  # a CPU list or a hex mask, nothing else
 
 
 def state_dir() -> Path:
@@ -64,6 +73,7 @@ class Journal:
             "netns": [],
             "lines": [],
             "shm": [],
+            "settings": [],
         }
         self._save()
 
@@ -144,6 +154,23 @@ class Journal:
         remove_sysv_shm(shmid, creator)
         self._remove("shm", [shmid, creator])
 
+    def add_setting(self, path: Path, old: str) -> bool:
+        """Writes down a setting's value before it is changed, for undo to put back. A path already listed
+        keeps its first value (the machine's own); True if it was not listed yet."""
+        if self.setting(path) is not None:
+            return False
+        self._add("settings", [str(path), old])
+        return True
+
+    def setting(self, path: Path) -> str | None:
+        """The value written down for path, if it is listed."""
+        return next((old for p, old in self.data["settings"] if p == str(path)), None)
+
+    def remove_setting(self, path: Path) -> None:
+        """The setting has its old value again."""
+        self.data["settings"] = [e for e in self.data["settings"] if e[0] != str(path)]
+        self._save()
+
     def is_clean(self) -> bool:
         """Nothing listed is left to undo."""
         return not any(v for v in self.data.values() if isinstance(v, list))
@@ -154,9 +181,9 @@ class Journal:
             self.path.unlink()
 
 
-def undo(data: dict) -> list[str]:
+def undo(data: dict, root: Path = Path("/")) -> list[str]:
     """Undoes what a journal lists: kill its processes, remove its cgroups and scratch directories, bring
-    its CPUs back."""
+    its CPUs back, put back the settings it changed (those under root, a fake tree in tests)."""
     done: list[str] = []
     for pid, start in data.get("procs", []):
         if is_same_process(pid, start):
@@ -193,7 +220,34 @@ def undo(data: dict) -> list[str]:
             if online.read_text().strip() == "0":
                 online.write_text("1")
                 done.append(f"brought CPU {cpu} back online")
+    # After the CPUs: an IRQ's old CPUs cannot be given back while they are offline.
+    for path, old in data.get("settings", []):
+        if is_setting(Path(path), root) and _SETTING_VALUE.fullmatch(old) and restore_setting(Path(path), old):
+            done.append(f"put {old} back into {path}")
     return done
+
+
+def is_setting(path: Path, root: Path = Path("/")) -> bool:
+    """A path undo may write: a NIC queue's steering under root, and nothing else."""
+    if not path.is_absolute() or ".." in path.parts:
+        return False
+    try:
+        relative = path.relative_to(root).as_posix()
+    except ValueError:
+        return False
+    return any(p.fullmatch(relative) for p in SETTINGS)
+
+
+def restore_setting(path: Path, old: str) -> bool:
+    """Writes old back; False where the setting is gone (its IRQ or device) or the kernel refuses it. Never
+    makes a file."""
+    if not path.is_file():
+        return False
+    try:
+        path.write_text(old)
+    except OSError:
+        return False
+    return True
 
 
 def remove_sysv_shm(shmid: int, creator: int, wait: float = 5.0) -> bool:

@@ -18,6 +18,7 @@ from typing import Any
 from mosbench import native
 from mosbench.errors import PointFailed, UserError
 from mosbench.workloads.base import Instance, Param, PointContext, Variant
+from mosbench.workloads.server import flows
 from mosbench.workloads.server.base import ServerInstance, ServerWorkload
 from mosbench.workloads.server.servers import Server
 
@@ -55,11 +56,16 @@ class MemcachedInstance(ServerInstance):
             self.wait_servers()
             # Contexts scale with the server's cores, whatever the number of ports they are spread over.
             per_port = max(1, p["contexts"] * len(ctx.cpus) // count)
+
+            def balanced(source: str) -> list[str]:
+                chosen = flows.balanced_source_ports(self.server_rss(), source, self.host, self.ports, per_port)
+                return ["--source-ports", ",".join(map(str, chosen))]
+
             self.start_client("memload", [
                 str(native.binary("mosbench-memload")), "--ports", ",".join(map(str, self.ports)),
                 "--contexts-per-port", str(per_port), "--batch", str(p["batch"]),
                 "--timeout-ms", str(p["timeout_ms"]),
-            ])
+            ], for_source=balanced if p["flows"] == "balanced" else None)
         except BaseException:
             self.stop()
             raise
@@ -68,6 +74,7 @@ class MemcachedInstance(ServerInstance):
 class Memcached(ServerWorkload):
     name = "memcached"
     binds_udp = True
+    balances_flows = True
     description = "UDP gets of missing keys against private memcached servers on loopback (the network stack)"
     variants = (
         Variant("per-core", "a memcached per core, pinned, -t 1, own UDP port (the paper's setup)"),

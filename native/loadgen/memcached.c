@@ -50,6 +50,8 @@ struct memload {
 	unsigned per_port;	/* contexts per server port */
 	unsigned batch;
 	uint64_t timeout_ns;
+	uint16_t *source_ports;	/* --source-ports: context i's own, chosen to spread flows over NIC queues */
+	unsigned nsource_ports;
 };
 
 static void put_be16(char *p, uint16_t v)
@@ -195,9 +197,15 @@ static void *memload_thread(struct load_thread *t)
 
 static int open_context(const struct load_run *r, struct context *c, unsigned index)
 {
+	const struct memload *m = r->priv;
 	c->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd < 0)
 		return errno;
+	if (m->source_ports) {
+		struct sockaddr_in from = { .sin_family = AF_INET, .sin_port = htons(m->source_ports[index]) };
+		if (bind(c->fd, (struct sockaddr *)&from, sizeof(from)))
+			return errno;
+	}
 	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(c->port), .sin_addr = r->host };
 	if (connect(c->fd, (struct sockaddr *)&to, sizeof(to)))
 		return errno;
@@ -216,6 +224,20 @@ static void describe(struct load_run *r, FILE *out)
 	const struct memload *m = r->priv;
 	fprintf(out, "\"contexts\": %u, \"ports\": %u, \"batch\": %u, \"timeout_ms\": %.0f, \"request_bytes\": %d",
 		r->nitems, r->nports, m->batch, (double)m->timeout_ns / 1e6, REQUEST_LEN);
+	/* Every flow's addresses and ports, as the server's NIC hashes them (its receive side: from us). */
+	fputs(",\n \"flows\": [", out);
+	for (unsigned i = 0; i < r->nitems; i++) {
+		const struct context *c = (const struct context *)r->items + i;
+		struct sockaddr_in self;
+		socklen_t len = sizeof(self);
+		char addr[INET_ADDRSTRLEN] = "0.0.0.0";
+		if (c->fd < 0 || getsockname(c->fd, (struct sockaddr *)&self, &len))
+			continue;
+		inet_ntop(AF_INET, &self.sin_addr, addr, sizeof(addr));
+		fprintf(out, "%s[\"%s\", %u, \"%s\", %u]", i ? ", " : "", addr, ntohs(self.sin_port), r->host_name,
+			c->port);
+	}
+	fputc(']', out);
 }
 
 static void usage(void)
@@ -225,6 +247,7 @@ static void usage(void)
 		"  --contexts-per-port N   client contexts per port, each with a batch in flight (default 8)\n"
 		"  --batch N          gets per batch (default 20, at most %d)\n"
 		"  --timeout-ms MS    a batch's replies not back by then are lost (default 100)\n"
+		"  --source-ports LIST  each context's source port, in order (default: the kernel's)\n"
 		LOAD_RUN_USAGE, MAX_BATCH);
 }
 
@@ -232,6 +255,7 @@ static const struct option options[] = {
 	{ "contexts-per-port", required_argument, NULL, 'c' },
 	{ "batch", required_argument, NULL, 'b' },
 	{ "timeout-ms", required_argument, NULL, 't' },
+	{ "source-ports", required_argument, NULL, 's' },
 	{ 0 },
 };
 
@@ -246,6 +270,13 @@ static int memload_option(struct load_run *r, int opt, const char *arg)
 		r->per_issue = m->batch;
 		break;
 	case 't': m->timeout_ns = load_parse_number(NAME, "timeout-ms", arg, 1, 60000) * 1000000ull; break;
+	case 's':
+		free(m->source_ports);
+		if (load_parse_ports(arg, &m->source_ports, &m->nsource_ports)) {
+			fprintf(stderr, NAME ": bad --source-ports '%s'\n", arg);
+			exit(2);
+		}
+		break;
 	default: return -1;
 	}
 	return 0;
@@ -255,6 +286,10 @@ static int memload_prepare(struct load_run *r)
 {
 	const struct memload *m = r->priv;
 	r->nitems = r->nports * m->per_port;
+	if (m->source_ports && m->nsource_ports != r->nitems) {
+		fprintf(stderr, NAME ": --source-ports gives %u ports for %u contexts\n", m->nsource_ports, r->nitems);
+		return 2;
+	}
 	return 0;
 }
 
@@ -305,5 +340,7 @@ int main(int argc, char **argv)
 		.thread_fn = memload_thread, .describe = describe,
 		.issue = memload_issue, .per_issue = m.batch, /* a batch is one issue; --batch updates it */
 	};
-	return load_main(argc, argv, &r);
+	int status = load_main(argc, argv, &r);
+	free(m.source_ports);
+	return status;
 }

@@ -129,7 +129,7 @@ static int reserve_fds(const char *name, unsigned long need)
 	return 0;
 }
 
-static int parse_ports(const char *s, uint16_t **ports, unsigned *n)
+int load_parse_ports(const char *s, uint16_t **ports, unsigned *n)
 {
 	unsigned cap = 16;
 	*n = 0;
@@ -195,7 +195,7 @@ static int common_option(struct load_run *r, int opt, const char *arg)
 	switch (opt) {
 	case 1007:
 		free(r->ports);
-		if (parse_ports(arg, &r->ports, &r->nports)) {
+		if (load_parse_ports(arg, &r->ports, &r->nports)) {
 			fprintf(stderr, "%s: bad port list '%s'\n", r->name, arg);
 			exit(2);
 		}

@@ -126,6 +126,8 @@ void load_epoll_loop(struct load_thread *t, int (*on_event)(struct load_thread *
 		     int (*scan)(struct load_thread *t, uint64_t now));
 /* `"key": {count, min, p50, p90, p99, p999, max}` of a histogram, for a result file. */
 void load_write_latency(FILE *f, const char *key, const struct hist *h);
+/* A port list ("11300-11347" or "11300,11302") into a new array; 0, or -1 if malformed. */
+int load_parse_ports(const char *s, uint16_t **ports, unsigned *n);
 /* A whole number in [lo, hi] for --what, or a message and exit 2. */
 long load_parse_number(const char *name, const char *what, const char *arg, long lo, long hi);
 

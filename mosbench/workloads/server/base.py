@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import math
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from mosbench.errors import PointFailed, UserError
+from mosbench.machine import nic
 from mosbench.workloads.base import Instance, Param, PointContext, PointNote, RunContext, Sample, Workload
-from mosbench.workloads.server import netns, ports, remote
+from mosbench.workloads.server import flows, netns, ports, remote
 from mosbench.workloads.server.loadgen import AFTER, WINDOW, Client, LoadGenerator, behind_schedule, client_metrics
 from mosbench.workloads.server.servers import Server
 
 NETS = ("loopback", "veth")
+STEERS = ("irq", "irq+rps", "irq+rps+xps", "none")
 CLIENT_CPUS = Param("client_cpus", 1.0, "load-generator CPUs per server core, from the spare ones")
 PORT = Param("port", 0, "first port of the servers (0: free ones found per point)")
 RATE = Param("rate", "", "open loop: requests per second in all (N) or per server core (N/core), sent on a "
@@ -100,12 +103,19 @@ class ServerWorkload(Workload):
         Param("server_address", "", "the address the servers listen on and the clients reach, alone "
               "(--server-address; empty: 127.0.0.1, or the veth end)"),
         Param("ssh_config", "", "an ssh_config file for the client hosts (--ssh-config; empty: the user's)"),
+        Param("steer", "irq", "the server NIC's queues each point: irq (queue i's interrupt to the point's CPU i "
+              "mod n), irq+rps (and receive packet steering over its CPUs), irq+rps+xps, or none; journaled and "
+              "restored after the point (-p net=veth: RPS on its end)"),
+        Param("flows", "kernel", "the client's source ports: kernel (its ephemeral ones) or balanced (chosen so the "
+              "flows spread evenly over the server NIC's receive queues by its RSS hash)"),
     )
 
     # Whether the server also binds its port for UDP (memcached), so a free one must be free for both.
     binds_udp = False
     # Whether its client can run on client hosts (its generator keeps nothing there the harness must read).
     remote_clients = True
+    # Whether its generator takes chosen source ports (-p flows=balanced).
+    balances_flows = False
 
     def point_notes(self, metrics: dict[str, Any]) -> list[PointNote]:
         """An open-loop client that could not keep its schedule: the rate asked was not the rate sent;
@@ -157,6 +167,13 @@ class ServerWorkload(Workload):
             netns.check_available()
         if params["server_address"]:
             check_server_address(params["server_address"])
+        if params["steer"] not in STEERS:
+            raise UserError(f"{self.name} steer must be one of {', '.join(STEERS)}, not {params['steer']!r}")
+        if params["flows"] not in flows.FLOWS:
+            raise UserError(f"{self.name} flows must be one of {', '.join(flows.FLOWS)}, not {params['flows']!r}")
+        if params["flows"] == "balanced" and not self.balances_flows:
+            raise UserError(f"{self.name} cannot choose its client's source ports (-p flows=balanced): its "
+                            "connections come and go (only memcached's contexts keep theirs)")
         if params["ssh_config"] and not Path(params["ssh_config"]).is_file():
             raise UserError(f"--ssh-config {params['ssh_config']}: no such file")
         if remote_hosts(params):
@@ -184,6 +201,9 @@ class ServerWorkload(Workload):
                                           masters[-1].path))
             ctx.extra["host_facts"] = facts
             ctx.facts["client_hosts"] = {f.host: f.as_fact() for f in facts}
+        irqbalance = nic.irqbalance_warning()
+        if irqbalance:
+            ctx.facts["irqbalance"] = irqbalance
 
     def teardown(self, ctx: RunContext) -> None:
         link = ctx.extra.pop("link", None)
@@ -201,11 +221,17 @@ class ServerInstance(Instance):
         self.link: netns.VethLink | None = ctx.run.extra.get("link")
         self.host = self.link.server_addr if self.link else (ctx.params.get("server_address") or ports.HOST)
         self.masters: list[remote.Master] = ctx.run.extra.get("masters", [])
-        if self.link:
-            netns.steer(self.link, ctx.cpus)
+        # The device the requests arrive on: its queues' work is part of the point.
+        self.nic_dev = self.link.server_if if self.link else (flows.device_of(self.host) or "lo")
+        self.steering: nic.Steering | None = None
+        self.steered = ""
+        self._nic_before: nic.NicSnapshot | None = None
+        self.nic_window: nic.NicWindow | None = None
+        self._steer(ctx)
         self.servers: list[Server] = []
         self.client: Client | None = None
         self.client_result: dict[str, Any] = {}
+        self._server_rss: flows.ServerRss | None = None
         self.ports: list[int] = []
         try:
             self.ports = ports.ports_for(ctx.params["port"], count, udp=udp, host=self.host)
@@ -216,25 +242,61 @@ class ServerInstance(Instance):
         for s in self.servers:
             s.wait_ready()
 
-    def start_client(self, name: str, argv: list[str], files: tuple[Path, ...] = ()) -> None:
+    def _steer(self, ctx: PointContext) -> None:
+        """The NIC's queues to the point's CPUs as -p steer asks (a veth end: RPS, its only steering)."""
+        asked = ctx.params.get("steer", "irq")
+        if asked == "none" or self.nic_dev == "lo":
+            return
+        if self.link:
+            self.steering = nic.Steering(self.nic_dev, ctx.cpus, ctx.launcher.journal, irq=False, rps=True)
+        else:
+            self.steering = nic.Steering(self.nic_dev, ctx.cpus, ctx.launcher.journal, irq=True,
+                                         rps="rps" in asked, xps="xps" in asked)
+        try:
+            self.steered = self.steering.apply().describe()
+        except OSError as e:
+            self.steered = f"not steered: {e}"
+
+    def _unsteer(self) -> None:
+        if self.steering is not None:
+            self.steering.restore()
+            self.steering = None
+
+    def _nic_snapshot(self) -> nic.NicSnapshot | None:
+        try:
+            return nic.snapshot(self.nic_dev)
+        except OSError:
+            return None
+
+    def server_rss(self) -> flows.ServerRss:
+        """The RSS key and table of the device holding the servers' address, read once a point."""
+        if self._server_rss is None:
+            self._server_rss = flows.server_rss(self.host)
+        return self._server_rss
+
+    def start_client(self, name: str, argv: list[str], files: tuple[Path, ...] = (),
+                     for_source: Callable[[str], list[str]] | None = None) -> None:
         """A native load generator (native/loadgen) as the point's client: here, or one on every client
-        host (files: local files the arguments name, taken along)."""
+        host (files: local files the arguments name, taken along; for_source: arguments of its own for a
+        client sending from that address)."""
         rate = rate_at(self.ctx.params, len(self.ctx.cpus))
         if self.masters:
-            self.client = self._remote_clients(name, argv, files, rate)
+            self.client = self._remote_clients(name, argv, files, rate, for_source)
             self.check()
             return
         if not self.ctx.loadgen_group:
             raise PointFailed(f"{name} needs a load generator group")
         if rate is not None:
             argv = [*argv, "--rate", f"{rate:g}"]
+        if for_source:
+            argv = [*argv, *for_source(self.link.client_addr if self.link else self.host)]
         self.client = LoadGenerator(self.ctx.launcher, name, [*argv, "--host", self.host], self.ctx.loadgen_group,
                                     self.ctx.loadgen_cpus, self.ctx.scratch, self.ctx.timeout,
                                     enter=netns.entering(self.link) if self.link else None)
         self.check()
 
-    def _remote_clients(self, name: str, argv: list[str], files: tuple[Path, ...],
-                        rate: float | None) -> remote.RemoteClients:
+    def _remote_clients(self, name: str, argv: list[str], files: tuple[Path, ...], rate: float | None,
+                        for_source: Callable[[str], list[str]] | None) -> remote.RemoteClients:
         ctx = self.ctx
         facts: list[remote.HostFacts] = ctx.run.extra["host_facts"]
         count = per_host_cpus(len(ctx.cpus), ctx.params, len(self.masters))
@@ -244,8 +306,15 @@ class ServerInstance(Instance):
         generators: list[remote.RemoteGenerator] = []
         try:
             for i, (master, fact) in enumerate(zip(self.masters, facts, strict=True)):
+                own: list[str] = []
+                if for_source:
+                    source = flows.route_source(fact.route)
+                    if source is None:
+                        raise PointFailed(f"client host {master.host.name}: no source address in its route "
+                                          f"to the server ({fact.route})")
+                    own = for_source(source)
                 generators.append(remote.RemoteGenerator(
-                    ctx.launcher, master, ctx.run.group, f"{name}-{i}", Path(argv[0]), args,
+                    ctx.launcher, master, ctx.run.group, f"{name}-{i}", Path(argv[0]), [*args, *own],
                     remote.host_cpus(master.host, fact, count), ctx.timeout, files))
         except BaseException:
             for g in generators:
@@ -260,10 +329,15 @@ class ServerInstance(Instance):
     def window_opened(self) -> None:
         if self.client:
             self.client.set_phase(WINDOW)
+        # After the clients are told: reading the NIC must not delay their windows.
+        self._nic_before = self._nic_snapshot()
 
     def window_closed(self) -> None:
         if self.client:
             self.client.set_phase(AFTER)
+        after = self._nic_snapshot()
+        if self._nic_before is not None and after is not None:
+            self.nic_window = nic.delta(self._nic_before, after)
 
     def check(self) -> None:
         for s in self.servers:
@@ -287,6 +361,7 @@ class ServerInstance(Instance):
     def stop_servers(self) -> None:
         for s in self.servers:
             s.stop()
+        self._unsteer()
 
     def metrics(self, result: dict[str, Any]) -> dict[str, Any]:
         """The point's metrics from the client's window result: counts, latencies, the network path."""
@@ -305,6 +380,18 @@ class ServerInstance(Instance):
         for key in ("contexts", "connections", "sessions"):
             if key in result:
                 metrics[f"client_{key}"] = result[key]
+        if self.nic_window is not None:
+            w = self.nic_window
+            metrics.update(w.metrics(self.ctx.cpus))
+            metrics["nic_summary"] = w.summary(self.ctx.cpus)
+            metrics["nic_net_rx_per_cpu"] = {str(c): n for c, n in sorted(w.net_rx.items()) if n}
+            metrics["nic_net_tx_per_cpu"] = {str(c): n for c, n in sorted(w.net_tx.items()) if n}
+            metrics["nic_irq_per_cpu"] = {str(c): n for c, n in sorted(w.interrupts.items()) if n}
+        if self.steered:
+            metrics["nic_steering"] = self.steered
+        if result.get("flows"):
+            metrics.update(flows.flow_metrics(flows.parse_flows(result), self.server_rss()))
+            metrics["flows_chosen"] = self.ctx.params.get("flows", "kernel")
         return metrics
 
     def logs(self) -> str:

@@ -13,12 +13,10 @@ pair, which the run does at its end, its guardian after a crash, or the next mos
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 
 from mosbench.errors import PointFailed, UserError
 from mosbench.machine.journal import NETNS_PREFIX, Journal
@@ -71,20 +69,6 @@ def create(journal: Journal, tag: str) -> VethLink:
         remove(journal, link)
         raise
     return link
-
-
-def steer(link: VethLink, cpus: tuple[int, ...]) -> None:
-    """Receive packet steering of the server's end over the point's CPUs (flow-hashed, as RSS does)."""
-    mask = 0
-    for c in cpus:
-        mask |= 1 << c
-    words = []
-    while mask or not words:  # the kernel's format: 32-bit hex words, comma-separated, most significant first
-        words.append(f"{mask & 0xFFFFFFFF:08x}")
-        mask >>= 32
-    for queue in Path(f"/sys/class/net/{link.server_if}/queues").glob("rx-*"):
-        with contextlib.suppress(OSError):
-            (queue / "rps_cpus").write_text(",".join(reversed(words)))
 
 
 def remove(journal: Journal, link: VethLink) -> None:

@@ -398,6 +398,7 @@ def merge(generators: list[RemoteGenerator], results: list[dict[str, Any]]) -> d
     """Every host's window result as one: counts added, histograms added bucket by bucket, the hosts
     kept one by one, the spread of their window openings on our clock."""
     total: dict[str, Any] = {k: 0 for k in COUNTERS}
+    total["flows"] = []
     merged = Histogram()
     hosts: list[HostResult] = []
     windows: list[float] = []
@@ -406,6 +407,7 @@ def merge(generators: list[RemoteGenerator], results: list[dict[str, Any]]) -> d
             continue
         for k in COUNTERS:
             total[k] += int(result.get(k, 0))
+        total["flows"] += result.get("flows") or []
         hist = Histogram.from_result(result.get("hist") or {"sub_bits": 7})
         merged.add(hist)
         usage = result.get("usage") or {}

@@ -1,0 +1,105 @@
+"""A server point's flows against the server NIC's RSS: their hashes, predicted queues, chosen ports.
+
+The generators list every flow they used (memload: a UDP socket a context). Each is hashed as the
+server's NIC hashes what it receives (machine/rss.py), with the key and indirection table `ethtool -x`
+reports for the device holding the server's address. A device that reports none (loopback, veth, a
+bridge: their queues are RPS's, which hashes with the kernel's own function, not Toeplitz) is hashed
+with the RSS specification's verification key over a round-robin table of its receive queues, and
+the point says so: the prediction is then the Toeplitz hash's spread, not that device's.
+
+`-p flows=balanced` chooses memload's source ports so its flows spread evenly over those queues (the
+original MOSBENCH chose its clients' ports this way), instead of the kernel's ephemeral ports.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mosbench.errors import PointFailed
+from mosbench.machine import rss
+
+FLOWS = ("kernel", "balanced")
+# Chosen source ports come from above Linux's default ephemeral range (32768-60999), where neither the
+# kernel's own choices nor the servers' ports (below it) are.
+CHOSEN_PORTS = (61000, 65535)
+SYS_NET = Path("/sys/class/net")
+
+
+@dataclass(frozen=True)
+class ServerRss:
+    device: str
+    rss: rss.Rss
+    source: str  # "ethtool -x DEV", or why the default table stands in
+
+
+def device_of(address: str) -> str | None:
+    """The device that holds `address` on this machine."""
+    out = subprocess.run(["ip", "-o", "-4", "addr", "show", "to", address], capture_output=True, text=True)
+    words = out.stdout.split()
+    return words[1].rstrip(":").split("@")[0] if out.returncode == 0 and len(words) > 1 else None
+
+
+def rx_queues(device: str) -> int:
+    return max(1, len(list((SYS_NET / device / "queues").glob("rx-*"))))
+
+
+def server_rss(address: str) -> ServerRss:
+    device = device_of(address) or "lo"
+    out = subprocess.run(["ethtool", "-x", device], capture_output=True, text=True)
+    if out.returncode == 0:
+        try:
+            found = rss.parse_ethtool_x(out.stdout)
+            if found.table and found.key:
+                return ServerRss(device, found, f"ethtool -x {device}")
+        except ValueError:
+            pass
+    queues = rx_queues(device)
+    return ServerRss(device, rss.Rss.default(queues),
+                     f"{device} reports no RSS key or table: the verification key over {queues} queue(s) round "
+                     "robin")
+
+
+def parse_flows(result: dict[str, Any]) -> list[tuple[str, int, str, int]]:
+    return [(str(f[0]), int(f[1]), str(f[2]), int(f[3])) for f in result.get("flows") or []]
+
+
+def flow_metrics(flows: list[tuple[str, int, str, int]], server: ServerRss) -> dict[str, Any]:
+    """What a point keeps of its flows: the hashes' low bytes (Veal & Foong's randomness tests read
+    them), the queues they predict, where the key came from."""
+    if not flows:
+        return {}
+    hashes = [rss.toeplitz(server.rss.key, rss.flow_input(s, d, sp, dp)) for s, sp, d, dp in flows]
+    queues = Counter(server.rss.queue_of(h) for h in hashes)
+    return {
+        "flows": len(flows),
+        "flow_hash_low_bytes": bytes(h & 0xFF for h in hashes).hex(),
+        "flow_queues_predicted": {str(q): queues[q] for q in sorted(queues)},
+        "rss_device": server.device,
+        "rss_source": server.source,
+    }
+
+
+def route_source(route: str) -> str | None:
+    """The source address in `ip route get`'s answer."""
+    m = re.search(r"\bsrc (\S+)", route)
+    return m.group(1) if m else None
+
+
+def balanced_source_ports(server: ServerRss, client_ip: str, server_ip: str, ports: list[int],
+                          per_port: int) -> list[int]:
+    """memload's --source-ports: context i (which sends to ports[i mod len(ports)]) gets a port whose
+    flow lands where the queues stay even."""
+    try:
+        chosen = rss.balanced_ports(server.rss, client_ip, server_ip, ports, per_port, low=CHOSEN_PORTS[0],
+                                    high=CHOSEN_PORTS[1])
+    except ValueError as e:
+        raise PointFailed(f"-p flows=balanced: {e}") from None
+    by_port: dict[int, list[int]] = {p: [] for p in ports}
+    for flow in chosen:
+        by_port[flow.dst_port].append(flow.src_port)
+    return [by_port[ports[i % len(ports)]][i // len(ports)] for i in range(len(ports) * per_port)]
