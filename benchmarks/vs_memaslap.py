@@ -11,9 +11,9 @@ lines). Prints each round and the medians: answered/s, client CPU-seconds per se
 client CPU-second, and ours over theirs.
 
 With --namespace the clients run in a network namespace of their own (tests/clienthosts.py: a veth
-pair to a bridge here, link-local addresses) and the server listens on the bridge's address: each
-request's receive path then runs on the server's side, not the client's CPU (the paper's setup, with
-the NIC's part played by veth).
+pair to a bridge here, link-local addresses), the server listens on the bridge's address and the
+pair's receiving end steers packets (RPS) to the server's CPU: each request's receive path then runs
+on the server's side, not the client's CPU (the paper's setup, with the NIC's part played by veth).
 
     .venv/bin/python benchmarks/vs_memaslap.py --rounds 5 [--namespace]
 """
@@ -130,7 +130,8 @@ def main() -> None:
         from tests.clienthosts import ClientHosts
 
         global HOST, PREFIX
-        with ClientHosts(1) as hosts:
+        # The requests' receive path on the server's CPU, as a NIC's queue interrupt would put it.
+        with ClientHosts(1, rps_cpus=tuple(sorted(os.sched_getaffinity(0))[:1])) as hosts:
             HOST, PREFIX = hosts.server_address, ["ip", "netns", "exec", hosts.hosts[0].netns]
             compare(args)
     else:

@@ -134,7 +134,7 @@ def cli() -> None:
               help="cgroup (cpuset; affinity if none is mounted), affinity, or hotplug (offlines other CPUs).")
 @click.option("-p", "--param", "params", multiple=True, help="Workload parameter name=value or workload.name=value.")
 @click.option("--clients", metavar="HOST[,HOST…]|@FILE",
-              help="Run the server workloads' load generators on these hosts over ssh (-p clients=).")
+              help="Run the server workloads' load generators on these hosts over ssh (-p client_hosts=).")
 @click.option("--server-address", metavar="ADDR",
               help="The address the servers listen on, alone, and client hosts reach (-p server_address=).")
 @click.option("--ssh-config", type=click.Path(dir_okay=False), help="ssh_config for the client hosts (ssh -F).")
@@ -155,7 +155,7 @@ def run(selections, cores, variants, trials_spec, precision, duration, warmup, i
         no_wait, store_url) -> None:
     """Run SELECTIONS (workload or workload/test) over core counts, storing every point."""
     # The client options are the server workloads' parameters: stored with the plan, so --resume has them.
-    for name, value in (("clients", clients), ("server_address", server_address), ("ssh_config", ssh_config)):
+    for name, value in (("client_hosts", clients), ("server_address", server_address), ("ssh_config", ssh_config)):
         if value:
             params = (*params, f"{name}={Path(value).resolve() if name == 'ssh_config' else value}")
     from mosbench.run import start

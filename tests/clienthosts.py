@@ -15,6 +15,7 @@ them), the bridge, the directory of keys and configs.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import shutil
 import signal
@@ -28,6 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 FAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
 QUEUES = 4
+_SERIAL = itertools.count()
 
 
 def sshd_path() -> Path | None:
@@ -66,12 +68,17 @@ class Host:
 class ClientHosts:
     """`count` hosts; `skew` maps a host index to its clock's offset in seconds."""
 
-    def __init__(self, count: int = 2, skew: dict[int, float] | None = None, tag: str = ""):
-        self.tag = tag or str(os.getpid() % 10000)
+    def __init__(self, count: int = 2, skew: dict[int, float] | None = None, tag: str = "",
+                 rps_cpus: tuple[int, ...] = ()):
+        # A fresh tag and subnet per rig: a namespace or bridge of the previous one may still be going.
+        self.tag = tag or f"{os.getpid() % 1000}{next(_SERIAL) % 10}"
         self.count = count
         self.skew = skew or {}
+        # Receive packet steering of the bridge's ends of the pairs (the rig's own devices, gone with it):
+        # requests then reach the server's protocol stack on these CPUs, not on the sending client's.
+        self.rps_cpus = rps_cpus
         self.bridge = f"mbtbr{self.tag}"
-        subnet = 100 + os.getpid() % 100
+        subnet = 100 + int(self.tag) % 150
         self.server_address = f"169.254.{subnet}.1"
         self.hosts = [Host(f"c{i + 1}", f"mosbench-test-c{i + 1}-{self.tag}", f"169.254.{subnet}.{11 + i}")
                       for i in range(count)]
@@ -114,6 +121,10 @@ class ClientHosts:
                 "peer", "name", inner, "numtxqueues", str(QUEUES), "numrxqueues", str(QUEUES), "netns", h.netns)
             _ip("link", "set", outer, "master", self.bridge)
             _ip("link", "set", outer, "up")
+            if self.rps_cpus:
+                mask = f"{sum(1 << c for c in self.rps_cpus):x}"
+                for queue in Path(f"/sys/class/net/{outer}/queues").glob("rx-*"):
+                    (queue / "rps_cpus").write_text(mask)
             _ip("-n", h.netns, "addr", "add", f"{h.address}/24", "dev", inner)
             _ip("-n", h.netns, "link", "set", inner, "up")
             _ip("-n", h.netns, "link", "set", "lo", "up")

@@ -191,10 +191,9 @@ def test_an_unreachable_host_is_refused_before_the_run(tmp_path: Path) -> None:
     with ClientHosts(2) as hosts:
         hosts.stop_sshd(1)
         out = _run(hosts, tmp_path / "r.db", "memcached", "--cores", "1", "--trials", "1")
-        assert out.returncode == 2
+        assert out.returncode == 2, out.stderr
         last = out.stderr.strip().splitlines()[-1]
         assert last.startswith("mosbench: client host c2: ssh: connect to host"), out.stderr
-        assert last.endswith("Connection refused")
         assert not (tmp_path / "r.db").exists()  # refused before anything was made
         _nothing_left(hosts)
 

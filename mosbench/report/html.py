@@ -20,7 +20,7 @@ from markupsafe import Markup
 from mosbench.analysis import cells as analysis
 from mosbench.analysis import commute, compare, profiles, scaling, verdict
 from mosbench.report import commute as commute_report
-from mosbench.report import flamegraph, plots, rows, webmethod
+from mosbench.report import flamegraph, network, plots, rows, webmethod
 from mosbench.store import db as store
 
 ENV_KEYS = ("hostname", "kernel", "kernel_version", "kernel_cmdline", "arch", "cpu_model", "topology_summary",
@@ -174,6 +174,7 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
         verdict_table=rows.verdict_table(verdict.judge_all(curves, found_profiles)), sections=sections,
         commute_sections=commute_sections, commute_changes=commute_changes, scales_at=commute.SCALES_AT,
         web_method=web_method,
+        network=network.section(curves),
         failures=failures,
         comparison=rows.comparison_tables(compare.compare_runs(runs, per_run, labels))
         if several else None,

@@ -70,6 +70,7 @@ class TableModel:
     columns: list[Column]
     rows: list[Row] = field(default_factory=list)
     breaks: set[int] = field(default_factory=set)  # a divider after these row indexes
+    note: str | None = None  # how to read it, under the table: what a short column title cannot say
 
     def add(self, cells: list[str], style: str | None = None, cell_styles: dict[int, str] | None = None) -> None:
         self.rows.append(Row(cells, style, cell_styles or {}))

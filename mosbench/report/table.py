@@ -7,14 +7,16 @@ from rich.table import Table
 from rich.text import Text
 
 from mosbench.analysis.cells import Series
-from mosbench.report import rows
+from mosbench.report import network, rows
 from mosbench.report.rows import TableModel
 
 STYLES = {"good": "green", "fair": "yellow", "poor": "red", "failed": "red"}
 
 
 def render(model: TableModel) -> Table:
-    t = Table(title=model.title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1))
+    t = Table(title=model.title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1),
+              # The blank line a table without a note ends with, so the next title does not run into it
+              caption=Text(model.note + "\n") if model.note else None, caption_justify="left")
     shown = [i for i, c in enumerate(model.columns) if not c.wide]
     for i in shown:
         col = model.columns[i]
@@ -28,8 +30,8 @@ def render(model: TableModel) -> Table:
 
 
 def series_tables(series: list[Series]) -> list[Table]:
-    """One table per test, variants stacked."""
-    return [render(m) for m in rows.cell_tables(series)]
+    """One table per test, variants stacked; then the network section's, where a point has one."""
+    return [render(m) for m in (*rows.cell_tables(series), *network.tables(series))]
 
 
 def summary_table(series: list[Series]) -> Table:

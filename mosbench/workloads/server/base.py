@@ -82,7 +82,7 @@ def check_server_address(address: str) -> None:
 
 
 def remote_hosts(params: dict[str, Any]) -> tuple[remote.ClientHost, ...]:
-    return remote.parse_clients(params.get("clients", ""))
+    return remote.parse_clients(params.get("client_hosts", ""))
 
 
 def per_host_cpus(cores: int, params: dict[str, Any], hosts: int) -> int:
@@ -98,7 +98,7 @@ class ServerWorkload(Workload):
         RATE,
         Param("net", "loopback", "the client's path: loopback, or veth (its own network namespace, a veth pair, "
               "RPS over the server's CPUs)"),
-        Param("clients", "", "client hosts (HOST,HOST or @FILE of `HOST [CPUS]` lines), reached over ssh, each "
+        Param("client_hosts", "", "client hosts (HOST,HOST or @FILE of `HOST [CPUS]` lines), reached over ssh, each "
               "running the generator; empty: on this machine (--clients)"),
         Param("server_address", "", "the address the servers listen on and the clients reach, alone "
               "(--server-address; empty: 127.0.0.1, or the veth end)"),
@@ -126,7 +126,7 @@ class ServerWorkload(Workload):
 
     def loadgen_cores(self, cores: int, params: dict[str, Any]) -> int:
         # Client hosts bring their own CPUs: none of this machine's is taken from the sweep.
-        return 0 if params.get("clients") else client_cores(cores, params)
+        return 0 if params.get("client_hosts") else client_cores(cores, params)
 
     def ports_at(self, cores: int) -> int:
         """How many ports from the user's first a point at `cores` binds: one a core where a variant runs
@@ -223,7 +223,7 @@ class ServerInstance(Instance):
         self.masters: list[remote.Master] = ctx.run.extra.get("masters", [])
         # The device the requests arrive on: its queues' work is part of the point.
         self.nic_dev = self.link.server_if if self.link else (flows.device_of(self.host) or "lo")
-        self.steering: nic.Steering | None = None
+        self.steerings: list[nic.Steering] = []
         self.steered = ""
         self._nic_before: nic.NicSnapshot | None = None
         self.nic_window: nic.NicWindow | None = None
@@ -247,20 +247,28 @@ class ServerInstance(Instance):
         asked = ctx.params.get("steer", "irq")
         if asked == "none" or self.nic_dev == "lo":
             return
-        if self.link:
-            self.steering = nic.Steering(self.nic_dev, ctx.cpus, ctx.launcher.journal, irq=False, rps=True)
-        else:
-            self.steering = nic.Steering(self.nic_dev, ctx.cpus, ctx.launcher.journal, irq=True,
-                                         rps="rps" in asked, xps="xps" in asked)
-        try:
-            self.steered = self.steering.apply().describe()
-        except OSError as e:
-            self.steered = f"not steered: {e}"
+        # A bridge receives through its ports (veth ends, a VM's taps): their queues are the ones to steer.
+        ports_dir = Path("/sys/class/net", self.nic_dev, "brif")
+        devices = sorted(p.name for p in ports_dir.iterdir()) if ports_dir.is_dir() else [self.nic_dev]
+        reports = []
+        for dev in devices:
+            try:
+                irqs = nic.queue_irqs(dev, Path("/proc/interrupts").read_text(), nic.device_msi_irqs(dev))
+            except OSError:
+                irqs = []
+            # A device with no interrupts of its own (veth, a bridge's port) has RPS as its only steering.
+            steering = nic.Steering(dev, ctx.cpus, ctx.launcher.journal, irq=bool(irqs),
+                                    rps="rps" in asked or not irqs, xps="xps" in asked)
+            self.steerings.append(steering)
+            try:
+                reports.append(f"{dev}: {steering.apply().describe()}")
+            except OSError as e:
+                reports.append(f"{dev}: not steered: {e}")
+        self.steered = "; ".join(reports)
 
     def _unsteer(self) -> None:
-        if self.steering is not None:
-            self.steering.restore()
-            self.steering = None
+        while self.steerings:
+            self.steerings.pop().restore()
 
     def _nic_snapshot(self) -> nic.NicSnapshot | None:
         try:

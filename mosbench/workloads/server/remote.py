@@ -59,7 +59,7 @@ class ClientHost:
 
 
 def parse_clients(text: str) -> tuple[ClientHost, ...]:
-    """`-p clients=`: HOST[,HOST…], or @FILE with a host a line and optionally its CPUs (`c3 0-15`);
+    """`--clients` (`-p client_hosts=`): HOST[,HOST…], or @FILE with a host a line and optionally its CPUs (`c3 0-15`);
     empty: the clients run on this machine."""
     text = text.strip()
     if not text:

@@ -1,0 +1,175 @@
+"""The network section: the client hosts, the network work per CPU and the flows' randomness of each
+server point that stored them, from its best trial; nothing for a point that stored none."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from mosbench.analysis import cells as analysis
+from mosbench.analysis import network
+from mosbench.analysis.randomness import randomness
+from mosbench.report import html, table
+from mosbench.report import network as network_report
+from mosbench.store import db as store
+
+FLOW_BYTES = random.Random(2007).randbytes(512)
+
+
+def _hosts(done: tuple[int, int]) -> list[dict[str, Any]]:
+    return [{"host": f"c{i + 1}", "sent": n + 5, "done": n, "lost": 0, "errors": 0, "latency_p50_us": 180.0,
+             "latency_p99_us": 950.0, "cpus": cpus, "cpu_us_per_request": us, "busy": busy,
+             "clock_offset_ms": offset, "clock_offset_error_ms": 0.04}
+            for i, (n, cpus, us, busy, offset) in enumerate(zip(done, (4, 2), (3.2, 4.1), (0.41, 0.95),
+                                                                (0.12, -1.5), strict=True))]
+
+
+def _networked(done: tuple[int, int]) -> dict[str, Any]:
+    """A memcached point on CPUs 0-3 driven from two hosts through a 4-queue NIC: CPU 3 got no NET_RX
+    and CPU 5, outside the point, did some."""
+    return {
+        "net": "client hosts", "client_done": sum(done),
+        "client_hosts": _hosts(done), "client_window_spread_ms": 0.8, "client_cpu_us_per_request": 3.5,
+        "nic_dev": "eth1", "nic_summary": "NET_RX: 83% on the point's 4 CPUs; 17% elsewhere (CPU 5)",
+        "nic_net_rx_per_cpu": {"0": 10000, "1": 10020, "2": 9990, "5": 6000}, "nic_net_tx_per_cpu": {"0": 12},
+        "nic_irq_per_cpu": {"0": 700, "1": 690, "5": 300}, "nic_net_rx_on_point": 30010 / 36010,
+        "nic_steering": "steered 4 queue IRQs, RPS", "nic_rx_packets_q0": 9000, "nic_rx_packets_q1": 9100,
+        "nic_rx_packets_q2": 0, "nic_rx_packets_q3": None,
+        "flows": len(FLOW_BYTES), "flow_hash_low_bytes": FLOW_BYTES.hex(),
+        "flow_queues_predicted": {"0": 200, "1": 200, "3": 112}, "rss_device": "eth1",
+        "rss_source": "ethtool -x eth1", "flows_chosen": "kernel",
+    }
+
+
+def _point(db: store.Store, run: int, cores: int, trial: int, work: float, metrics: dict[str, Any],
+           workload: str = "memcached") -> None:
+    db.add_point(run, workload=workload, test="", variant="per-core", cores=cores, trial=trial, status="ok",
+                 started_at=store.now(), cpus=f"0-{cores - 1}", unit="request", window_s=1.0, work=work,
+                 throughput=work, user_s=0.5, system_s=cores - 0.5, idle_s=0.0, steal_s=0.0, samples=[],
+                 metrics=metrics)
+
+
+@pytest.fixture
+def networked(tmp_path) -> tuple[store.Store, int]:
+    db = store.Store(str(tmp_path / "s.sqlite"))
+    run = db.create_run({"params": {}}, {"hostname": "h", "kernel": "k", "topology": {"cpus": [{}] * 8}}, "cmd")
+    # Trial 2 is the faster: its hosts are the ones shown, not trial 1's.
+    _point(db, run, 4, 1, 1e5, _networked((40000, 10000)))
+    _point(db, run, 4, 2, 2e5, _networked((150000, 50000)))
+    db.finish_run(run, "complete")
+    return db, run
+
+
+def _series(db: store.Store, run: int) -> list[analysis.Series]:
+    return analysis.build_series(db.points(run))
+
+
+def test_the_best_trials_hosts_a_row_each_after_all_of_them(networked):
+    db, run = networked
+    ((_, group),) = analysis.group_by_test(_series(db, run)).items()
+    (clients,) = [t for t in network_report.section(group)[0].tables if "client hosts" in t.title]
+    assert clients.column("host") == ["all 2", "c1", "c2"]
+    assert clients.column("answered") == ["200k", "150k", "50k"]
+    assert clients.column("CPU/req") == ["3.5 µs", "3.2 µs", "4.1 µs"]
+    # All hosts' busy share is weighed by their generator CPUs: (0.41 × 4 + 0.95 × 2) / 6
+    assert clients.column("busy") == ["59%", "41%", "95%"]
+    assert clients.column("clock") == ["spread 0.8 ms", "+0.12±0.04 ms", "-1.5±0.04 ms"]
+    # A host this busy may have been the limit: its busy cell says so.
+    busy = [c.title for c in clients.columns].index("busy")
+    assert [r.cell_styles.get(busy) for r in clients.rows] == [None, None, "poor"]
+
+
+def test_the_network_work_per_cpu_and_where_the_rest_went(networked):
+    db, run = networked
+    (work,) = [t for t in network_report.tables(_series(db, run)) if "network work" in t.title]
+    assert work.column("on point") == ["83%"]
+    # CPU 3 did none of the point's NET_RX: the least CPU against an even split is 0, and flagged.
+    assert work.column("least") == ["0.00"]
+    assert work.rows[0].cell_styles == {2: "poor", 3: "poor"}
+    assert work.column("NET_RX per CPU") == ["0-1=10k 2=9.99k 3=0 | elsewhere 5=6k"]
+    assert work.column("NIC IRQs per CPU") == ["0=700 1=690 2-3=0 | elsewhere 5=300"]
+    assert work.column("steering") == ["steered 4 queue IRQs, RPS"]
+    assert work.column("rx packets per queue") == ["q0=9k q1=9.1k q2=0 q3=–"]
+    assert work.note.startswith("Over client hosts (eth1).")
+
+
+def test_the_flows_randomness_is_ents_on_the_same_bytes(networked):
+    db, run = networked
+    (p,) = network.points(_series(db, run))
+    assert p.flows is not None and p.flows.hash_low_bytes == FLOW_BYTES
+    assert p.flows.randomness() == randomness(FLOW_BYTES)
+    expected = randomness(FLOW_BYTES).printed()
+    tables = {t.title.split(": ", 1)[1]: t for t in network_report.tables(_series(db, run))}
+    t3 = tables["the flows' RSS hash, low byte (Veal & Foong's Table 3; best trial)"]
+    (row,) = t3.rows
+    assert dict(zip([c.title for c in t3.columns], row.cells, strict=True)) == {
+        "variant": "per-core", "cores": "4", "entropy": f"{expected.entropy:.6f}",
+        "χ²": f"{expected.chi_square:.2f}", "p": f"{expected.chi_square_p:.2%}", "mean": f"{expected.mean:.4f}",
+        "π err": f"{expected.monte_carlo_error:.2f}%", "serial": f"{expected.serial_correlation:.6f}",
+        "bytes": "512", "Monte Carlo π": f"{expected.monte_carlo_pi:.9f}"}
+    assert [float(row.cells[i]) for i in (2, 3, 5, 7)] == [
+        expected.entropy, expected.chi_square, expected.mean, expected.serial_correlation]
+    # Queue 2 got no flow: it is in the spread (the device's four queues are known), not left out.
+    flows = tables["flows and the receive queues RSS predicts (best trial)"]
+    assert flows.column("per queue") == ["0–200"] and flows.column("queues") == ["4"]
+    assert flows.column("ports") == ["kernel"] and flows.column("RSS key and table") == ["ethtool -x eth1"]
+    assert flows.rows[0].cell_styles == {4: "poor"}
+
+
+def test_a_queue_count_unknown_spreads_over_the_queues_hit():
+    flows = network.flows_of({"flow_hash_low_bytes": "0102", "flow_queues_predicted": {"1": 2, "4": 1},
+                              "rss_source": "ethtool -x eth9"})
+    assert flows is not None and flows.queue_count is None and flows.queue_spread() == (1, 2)
+    default = network.flows_of({"flow_hash_low_bytes": "0102", "flow_queues_predicted": {"0": 2},
+                                "rss_source": "lo reports no RSS key or table: the verification key over 2 "
+                                              "queue(s) round robin"})
+    assert default is not None and default.queue_count == 2 and default.queue_spread() == (0, 2)
+
+
+def test_a_loopback_point_without_the_keys_shows_nothing_new(tmp_path):
+    db = store.Store(str(tmp_path / "s.sqlite"))
+    run = db.create_run({"params": {}}, {"hostname": "h", "kernel": "k", "topology": {"cpus": [{}] * 2}}, "cmd")
+    _point(db, run, 1, 1, 1e5, {"net": "loopback", "instances": 1, "client_done": 100000, "latency_p99_us": 90.0})
+    series = _series(db, run)
+    assert network.points(series) == [] and network_report.section(series) == []
+    assert [t.title for t in table.series_tables(series)] == [
+        "memcached: request/sec/core, CPU µs per request"]
+    text = html.write(db, [str(run)], tmp_path / "r.html").read_text()
+    assert 'id="network"' not in text and 'href="#network"' not in text
+
+
+def test_the_section_in_the_terminal_fits_80_columns_and_in_the_report(networked, tmp_path):
+    db, run = networked
+    series = _series(db, run)
+    console = Console(width=80, record=True)
+    shown = table.series_tables(series)
+    for t in shown[1:]:  # the cell table before them is as wide as it always was
+        console.print(t)
+    out = console.export_text()
+    assert [t.title for t in shown[1:]] == [
+        "memcached: client hosts (best trial)", "memcached: network work over the window (best trial)",
+        "memcached: flows and the receive queues RSS predicts (best trial)",
+        "memcached: the flows' RSS hash, low byte (Veal & Foong's Table 3; best trial)"]
+    assert "…" not in out and max(len(line.rstrip()) for line in out.splitlines()) <= 80
+    assert f"{randomness(FLOW_BYTES).printed().entropy:.6f}" in out and "0-1=10k" in out
+    text = html.write(db, [str(run)], tmp_path / "r.html").read_text()
+    assert 'href="#network"' in text and '<h2 id="network">Network</h2>' in text
+    assert "NET_RX: 83% on the point&#39;s 4 CPUs" in text and ">c2</td>" in text
+
+
+def test_bytes_that_are_not_random_say_so_as_ent_does(tmp_path):
+    """Every flow hashing to one low byte: χ²'s p is below what ent prints (flagged), serial correlation
+    undefined."""
+    db = store.Store(str(tmp_path / "s.sqlite"))
+    run = db.create_run({"params": {}}, {"hostname": "h", "kernel": "k", "topology": {"cpus": [{}] * 2}}, "cmd")
+    _point(db, run, 2, 1, 1e5, {"net": "veth", "flows": 64, "flow_hash_low_bytes": "2a" * 64,
+                                "flow_queues_predicted": {"0": 64}, "flows_chosen": "kernel"})
+    tables = network_report.tables(_series(db, run))
+    assert [t.title.split(": ", 1)[1].split(" (")[0] for t in tables] == [
+        "flows and the receive queues RSS predicts", "the flows' RSS hash, low byte"]
+    (row,) = tables[1].rows
+    assert row.cells[4] == "<0.01%" and row.cell_styles == {4: "poor"} and row.cells[7] == "–"
+    assert tables[0].column("per queue") == ["64–64"] and tables[0].column("queues") == ["–"]
