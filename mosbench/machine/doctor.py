@@ -103,14 +103,10 @@ def server_nic_rows(address: str) -> list[tuple[str, str, bool]]:
     RSS key and table, its queue interrupts and where they go, and whether irqbalance may move them."""
     from mosbench.machine import nic, rss
 
-    out = subprocess.run(["ip", "-o", "-4", "addr", "show", "to", address], capture_output=True, text=True)
-    words = out.stdout.split()
-    if out.returncode or len(words) < 2:
+    dev = nic.device_of(address)
+    if dev is None:
         return [("server address", f"{address} is not an address of this machine", False)]
-    dev = words[1].rstrip(":").split("@")[0]
-    queues = Path("/sys/class/net", dev, "queues")
-    rx = len(list(queues.glob("rx-*")))
-    tx = len(list(queues.glob("tx-*")))
+    rx, tx = nic.queue_count(dev, "rx"), nic.queue_count(dev, "tx")
     rows = [("server NIC", f"{address} on {dev}: {rx} receive and {tx} transmit queues", True)]
     ethtool = subprocess.run(["ethtool", "-x", dev], capture_output=True, text=True) if shutil.which("ethtool") \
         else None

@@ -612,3 +612,16 @@ def irqbalance_warning(root: Path = ROOT) -> str | None:
     if pid is None:
         return None
     return f"irqbalance (PID {pid}) is running and may move the NIC's interrupts back during the window"
+
+
+def device_of(address: str) -> str | None:
+    """The device that holds `address` on this machine (the servers' NIC), None if none does."""
+    out = subprocess.run(["ip", "-o", "-4", "addr", "show", "to", address], capture_output=True, text=True)
+    words = out.stdout.split()
+    return words[1].rstrip(":").split("@")[0] if out.returncode == 0 and len(words) > 1 else None
+
+
+def queue_count(dev: str, kind: str, root: Path = ROOT) -> int:
+    """How many rx or tx queues the device has in sysfs."""
+    return len(_queue_dirs(root / "sys/class/net" / dev / "queues", kind))
+

@@ -222,7 +222,7 @@ class ServerInstance(Instance):
         self.host = self.link.server_addr if self.link else (ctx.params.get("server_address") or ports.HOST)
         self.masters: list[remote.Master] = ctx.run.extra.get("masters", [])
         # The device the requests arrive on: its queues' work is part of the point.
-        self.nic_dev = self.link.server_if if self.link else (flows.device_of(self.host) or "lo")
+        self.nic_dev = self.link.server_if if self.link else (nic.device_of(self.host) or "lo")
         self.steerings: list[nic.Steering] = []
         self.steered = ""
         self._nic_before: nic.NicSnapshot | None = None

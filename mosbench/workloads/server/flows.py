@@ -17,17 +17,15 @@ import re
 import subprocess
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from mosbench.errors import PointFailed
-from mosbench.machine import rss
+from mosbench.machine import nic, rss
 
 FLOWS = ("kernel", "balanced")
 # Chosen source ports come from above Linux's default ephemeral range (32768-60999), where neither the
 # kernel's own choices nor the servers' ports (below it) are.
 CHOSEN_PORTS = (61000, 65535)
-SYS_NET = Path("/sys/class/net")
 
 
 @dataclass(frozen=True)
@@ -37,19 +35,8 @@ class ServerRss:
     source: str  # "ethtool -x DEV", or why the default table stands in
 
 
-def device_of(address: str) -> str | None:
-    """The device that holds `address` on this machine."""
-    out = subprocess.run(["ip", "-o", "-4", "addr", "show", "to", address], capture_output=True, text=True)
-    words = out.stdout.split()
-    return words[1].rstrip(":").split("@")[0] if out.returncode == 0 and len(words) > 1 else None
-
-
-def rx_queues(device: str) -> int:
-    return max(1, len(list((SYS_NET / device / "queues").glob("rx-*"))))
-
-
 def server_rss(address: str) -> ServerRss:
-    device = device_of(address) or "lo"
+    device = nic.device_of(address) or "lo"
     out = subprocess.run(["ethtool", "-x", device], capture_output=True, text=True)
     if out.returncode == 0:
         try:
@@ -58,7 +45,7 @@ def server_rss(address: str) -> ServerRss:
                 return ServerRss(device, found, f"ethtool -x {device}")
         except ValueError:
             pass
-    queues = rx_queues(device)
+    queues = max(1, nic.queue_count(device, "rx"))
     return ServerRss(device, rss.Rss.default(queues),
                      f"{device} reports no RSS key or table: the verification key over {queues} queue(s) round "
                      "robin")
