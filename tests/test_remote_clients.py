@@ -142,6 +142,33 @@ def test_the_remote_command_keeps_nothing() -> None:
     assert line.endswith('"$d/g" --files "$d/f0" --domain \'a b\'')
 
 
+def test_outputs_come_back_after_the_generator() -> None:
+    """A file the generator writes is printed after it between markers and read back as it was, beside
+    the result: run here with sh as the session would run on a host."""
+    script = b'#!/bin/sh\necho RESULT\necho \'{"done": 3}\'\nprintf \'{"sessions": [\\n]}\\nEND 1\\n\' > "$2"\nexit 4\n'
+    line = remote.remote_command([len(script)], ["--ledger", "/x/ledger"], [], [Path("/x/ledger")])
+    out = subprocess.run(["sh", "-c", line], input=script, capture_output=True)
+    assert out.returncode == 4  # the generator's status, not the printing's
+    lines = out.stdout.decode().splitlines()
+    assert lines[0] == "RESULT"
+    result, outputs = remote.split_outputs(lines[1:])
+    assert json.loads("\n".join(result)) == {"done": 3}
+    # A line like another output's end marker is content.
+    assert json.loads(outputs[0].split("END 1")[0]) == {"sessions": []} and "END 1" in outputs[0]
+
+
+def test_exim_shares_sessions_among_hosts() -> None:
+    from mosbench.workloads.exim import merge_ledgers, session_share
+    shares = [session_share(96, i, 5) for i in range(5)]
+    firsts = [int(s[3]) for s in shares]
+    sizes = [int(s[1]) for s in shares]
+    assert sum(sizes) == 96 and max(sizes) - min(sizes) <= 1
+    assert firsts == [sum(sizes[:i]) for i in range(5)]
+    assert session_share(96, 0, 1) == ["--sessions", "96", "--first-session", "0"]
+    merged = merge_ledgers(['{"sessions": [{"user": "u00000"}]}', '{"sessions": [{"user": "u00001"}]}\n\n'])
+    assert [s["user"] for s in merged["sessions"]] == ["u00000", "u00001"]
+
+
 # --- on client hosts --------------------------------------------------------------------------------------
 
 needs_hosts = pytest.mark.skipif(why_not() is not None, reason=why_not() or "")
@@ -310,3 +337,23 @@ def test_balanced_flows_from_client_hosts(tmp_path: Path) -> None:
         assert len(bytes.fromhex(m["flow_hash_low_bytes"])) == m["flows"]
         assert m["flows_chosen"] == "balanced"
         assert sum(m["flow_queues_predicted"].values()) == m["flows"]
+
+
+@needs_hosts
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/sbin/exim4").exists(), reason="needs root and exim4")
+def test_exim_from_two_client_hosts(tmp_path: Path) -> None:
+    """Each host mails its own share of the users; both ledgers come back over the session and every
+    message either accepted is checked in the mailboxes here."""
+    with ClientHosts(2) as hosts:
+        out = _run(hosts, tmp_path / "r.db", "exim", "--variant", "tuned", "--cores", "1", "--trials", "1",
+                   "--warmup", "0.5", "--duration", "1.5", "--max-interference", "100", "-p", "clients=8")
+        assert out.returncode == 0, out.stderr
+        (point,) = _points(tmp_path / "r.db")
+        m = json.loads(point["metrics"])
+        assert m["net"] == "client hosts"
+        assert [h["host"] for h in m["client_hosts"]] == ["c1", "c2"]
+        assert all(h["done"] > 0 for h in m["client_hosts"])
+        # Every message accepted on either host was found once in its mailbox (the point would fail otherwise).
+        assert m["messages_checked"] >= sum(h["done"] for h in m["client_hosts"])
+        assert point["work"] > 0
+        _nothing_left(hosts)

@@ -11,7 +11,9 @@ root for its delivery. `tuned` makes the paper's two changes: 62 split spool dir
 `deliver_drop_privilege` (no exec). The client is mosbench-smtpload (native/loadgen/smtp.c): a fixed
 number of sessions (the paper's 96 client processes), each sending 10 messages per connection to its
 own user. Work is messages delivered, counted from Exim's log as it writes them; at the end of the
-point every message the client saw accepted must be in its user's mailbox exactly once.
+point every message the client saw accepted must be in its user's mailbox exactly once. From client
+hosts (`--clients`) each host's generator mails its own contiguous share of the users, and its ledger
+comes back over its SSH session after it ends, to be checked here against the mailboxes the same way.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from typing import Any
 from mosbench import native
 from mosbench.errors import PointFailed, UserError
 from mosbench.workloads.base import Instance, Param, PointContext, PointNote, Sample, Variant, open_path_to
-from mosbench.workloads.server.base import ServerInstance, ServerWorkload
+from mosbench.workloads.server.base import ServerInstance, ServerWorkload, remote_hosts
+from mosbench.workloads.server.remote import RemoteClients
 from mosbench.workloads.server.servers import Server
 
 EXIM = Path("/usr/sbin/exim4")
@@ -74,6 +77,17 @@ def config(root: Path, host: str, port: int, tuned: bool) -> str:
         "  delivery_date_add", "  envelope_to_add", "  return_path_add", "  file_must_exist = true",
         "begin retry", "*  *  F,1h,1m",
     ]) + "\n"
+
+
+def session_share(sessions: int, host: int, hosts: int) -> list[str]:
+    """smtpload's sessions for host `host` of `hosts`: a contiguous share of the users, sizes within one."""
+    first = sessions * host // hosts
+    return ["--sessions", str(sessions * (host + 1) // hosts - first), "--first-session", str(first)]
+
+
+def merge_ledgers(texts: list[str]) -> dict[str, Any]:
+    """Every host's ledger as one: each names its own sessions' users."""
+    return {"sessions": [s for text in texts for s in json.loads(text)["sessions"]]}
 
 
 def user_name(session: int) -> str:
@@ -190,10 +204,10 @@ class EximInstance(ServerInstance):
             self.wait_servers()
             self.ledger_path = ctx.scratch / "smtpload.ledger"
             self.start_client("smtpload", [
-                str(native.binary("mosbench-smtpload")), "--ports", str(self.ports[0]), "--sessions", str(sessions),
+                str(native.binary("mosbench-smtpload")), "--ports", str(self.ports[0]),
                 "--messages-per-connection", str(MESSAGES_PER_CONNECTION), "--domain", DOMAIN,
                 "--ledger", str(self.ledger_path),
-            ])
+            ], for_host=lambda i, n: session_share(sessions, i, n), outputs=(self.ledger_path,))
         except BaseException:
             self.stop()
             raise
@@ -230,6 +244,24 @@ class EximInstance(ServerInstance):
         super().window_closed()
         self._window.append(self._accepted_delivered())
 
+    def _ledger(self) -> dict[str, Any] | None:
+        """The client's ledger (every host's, from client hosts); None if it wrote none (it never ran)."""
+        if isinstance(self.client, RemoteClients):
+            texts = self.client.outputs(self.ledger_path)
+            if len(texts) < len(self.client.generators):
+                return None
+            try:
+                return merge_ledgers(texts)
+            except (ValueError, KeyError):
+                raise PointFailed("a client host's ledger came back unreadable") from None
+        if self.client and self.ledger_path.exists():
+            return json.loads(self.ledger_path.read_text())
+        return None
+
+    def window_work(self) -> float | None:
+        # Work is deliveries, sampled from Exim's log here, whoever the client is.
+        return None
+
     def _queued(self) -> int:
         """Messages in Exim's spool: received, not yet delivered (a message's -H file goes last)."""
         return sum(1 for _ in (self.root / "spool" / "input").rglob("*-H"))
@@ -253,7 +285,7 @@ class EximInstance(ServerInstance):
         self._stopped = {}
         try:
             result = self.client.stop() if self.client else {}
-            ledger = json.loads(self.ledger_path.read_text()) if self.client and self.ledger_path.exists() else None
+            ledger = self._ledger()
             if ledger is not None and all(s.alive() for s in self.servers):
                 self._drain()
         finally:
@@ -292,8 +324,6 @@ class EximInstance(ServerInstance):
 
 
 class Exim(ServerWorkload):
-    # Its generator's ledger is checked against the mailboxes here: it must run on this machine.
-    remote_clients = False
     name = "exim"
     unit = "message"
     description = "mail over SMTP to a private Exim daemon, delivered to mailbox files (process creation, " \
@@ -331,6 +361,10 @@ class Exim(ServerWorkload):
     def check_params(self, params: dict[str, Any]) -> None:
         if not 1 <= params["clients"] <= 65536:
             raise UserError("exim clients must be 1..65536")
+        hosts = len(remote_hosts(params))
+        if hosts > params["clients"]:
+            raise UserError(f"exim clients={params['clients']} sessions cannot be shared by {hosts} client "
+                            "hosts: give at least one a host")
         super().check_params(params)
 
     def ports_at(self, cores: int) -> int:

@@ -79,6 +79,7 @@ struct session {
 
 struct smtpload {
 	unsigned nsessions;
+	unsigned first_session; /* several hosts' generators mail disjoint users */
 	unsigned per_conn;
 	const char *domain;
 	uint64_t timeout_ns;
@@ -476,13 +477,16 @@ static int write_ledger(const struct smtpload *g, const struct session *sessions
 static void usage(void)
 {
 	fprintf(stderr, "usage: " NAME " --ports LIST --cpus LIST [--sessions N] [--messages-per-connection N]\n"
-		"                         [--domain D] [--timeout-ms MS] [--ledger PATH] [options]\n"
+		"                         [--domain D] [--timeout-ms MS] [--ledger PATH]\n"
+		"                         [--first-session N] [options]\n"
 		"  --sessions N       concurrent SMTP sessions, spread over ports and threads (default 96)\n"
 		"  --messages-per-connection N  messages before QUIT and a new connection (default 10)\n"
 		"  --domain D         the recipients' domain: session i mails u<i>@D (default mosbench.test)\n"
 		"  --timeout-ms MS    a reply not come by then: the session starts a new connection\n"
 		"                     (default 10000)\n"
 		"  --ledger PATH      at the end, per session: the messages accepted and those of unknown fate\n"
+		"  --first-session N  the first session's number (default 0): generators on several hosts mail\n"
+		"                     disjoint users\n"
 		LOAD_RUN_USAGE);
 }
 
@@ -492,6 +496,7 @@ static const struct option options[] = {
 	{ "domain", required_argument, NULL, 'D' },
 	{ "timeout-ms", required_argument, NULL, 't' },
 	{ "ledger", required_argument, NULL, 'L' },
+	{ "first-session", required_argument, NULL, 'f' },
 	{ 0 },
 };
 
@@ -506,6 +511,9 @@ static int smtp_option(struct load_run *r, int opt, const char *arg)
 	case 'D': g->domain = arg; break;
 	case 't': g->timeout_ns = (uint64_t)load_parse_number(NAME, "timeout-ms", arg, 1, 600000) * 1000000ull; break;
 	case 'L': g->ledger_path = arg; break;
+	case 'f':
+		g->first_session = (unsigned)load_parse_number(NAME, "first-session", arg, 0, MAX_SESSIONS - 1);
+		break;
 	default: return -1;
 	}
 	return 0;
@@ -516,17 +524,22 @@ static int smtp_prepare(struct load_run *r)
 	const struct smtpload *g = r->priv;
 	for (unsigned i = 0; i < r->nthreads; i++)
 		hist_init(&((struct smtp_thread *)r->threads[i].priv)->connection);
+	if (g->first_session + g->nsessions > MAX_SESSIONS) {
+		fprintf(stderr, NAME ": sessions %u..%u: the last is past %u\n", g->first_session,
+			g->first_session + g->nsessions - 1, MAX_SESSIONS - 1);
+		return 2;
+	}
 	r->nitems = g->nsessions;
 	return 0;
 }
 
-/* Session i mails user i, through port i mod ports, from thread i mod threads. */
+/* Session i mails user first + i, through port i mod ports, from thread i mod threads. */
 static void init_session(struct load_run *r, void *item, unsigned i, uint16_t port)
 {
 	struct session *s = item;
-	(void)r;
+	const struct smtpload *g = r->priv;
 	s->fd = -1;
-	s->id = i;
+	s->id = g->first_session + i;
 	s->port = port;
 }
 

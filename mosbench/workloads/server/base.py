@@ -283,13 +283,17 @@ class ServerInstance(Instance):
         return self._server_rss
 
     def start_client(self, name: str, argv: list[str], files: tuple[Path, ...] = (),
-                     for_source: Callable[[str], list[str]] | None = None) -> None:
+                     for_source: Callable[[str], list[str]] | None = None,
+                     for_host: Callable[[int, int], list[str]] | None = None,
+                     outputs: tuple[Path, ...] = ()) -> None:
         """A native load generator (native/loadgen) as the point's client: here, or one on every client
-        host (files: local files the arguments name, taken along; for_source: arguments of its own for a
-        client sending from that address)."""
+        host. files: local files the arguments name, taken along; for_source: arguments of its own for a
+        client sending from that address; for_host: arguments of its own for host i of n (here: 0 of 1);
+        outputs: files the arguments name that the generator writes, brought back from every host
+        (RemoteClients.outputs) or written here."""
         rate = rate_at(self.ctx.params, len(self.ctx.cpus))
         if self.masters:
-            self.client = self._remote_clients(name, argv, files, rate, for_source)
+            self.client = self._remote_clients(name, argv, files, rate, for_source, for_host, outputs)
             self.check()
             return
         if not self.ctx.loadgen_group:
@@ -298,13 +302,17 @@ class ServerInstance(Instance):
             argv = [*argv, "--rate", f"{rate:g}"]
         if for_source:
             argv = [*argv, *for_source(self.link.client_addr if self.link else self.host)]
+        if for_host:
+            argv = [*argv, *for_host(0, 1)]
         self.client = LoadGenerator(self.ctx.launcher, name, [*argv, "--host", self.host], self.ctx.loadgen_group,
                                     self.ctx.loadgen_cpus, self.ctx.scratch, self.ctx.timeout,
                                     enter=netns.entering(self.link) if self.link else None)
         self.check()
 
     def _remote_clients(self, name: str, argv: list[str], files: tuple[Path, ...], rate: float | None,
-                        for_source: Callable[[str], list[str]] | None) -> remote.RemoteClients:
+                        for_source: Callable[[str], list[str]] | None,
+                        for_host: Callable[[int, int], list[str]] | None,
+                        outputs: tuple[Path, ...]) -> remote.RemoteClients:
         ctx = self.ctx
         facts: list[remote.HostFacts] = ctx.run.extra["host_facts"]
         count = per_host_cpus(len(ctx.cpus), ctx.params, len(self.masters))
@@ -321,9 +329,11 @@ class ServerInstance(Instance):
                         raise PointFailed(f"client host {master.host.name}: no source address in its route "
                                           f"to the server ({fact.route})")
                     own = for_source(source)
+                if for_host:
+                    own += for_host(i, len(self.masters))
                 generators.append(remote.RemoteGenerator(
                     ctx.launcher, master, ctx.run.group, f"{name}-{i}", Path(argv[0]), [*args, *own],
-                    remote.host_cpus(master.host, fact, count), ctx.timeout, files))
+                    remote.host_cpus(master.host, fact, count), ctx.timeout, files, outputs))
         except BaseException:
             for g in generators:
                 g.stop()

@@ -224,16 +224,42 @@ class Master:
             self.path.unlink()
 
 
-def remote_command(sizes: list[int], args: list[str], files: list[Path]) -> str:
+def remote_command(sizes: list[int], args: list[str], files: list[Path], outputs: list[Path] = ()) -> str:
     """The shell line a session runs on the host: a private directory, the binary and the files it reads
     taken from standard input (exactly their sizes: what follows is the generator's commands), the
-    generator run with the files' paths there, the directory removed when it ends."""
+    generator run with the files' paths there, then the files it wrote (outputs, named in args) printed
+    after it, each between `OUTPUT i` and `END i` lines, and the directory removed when it ends."""
     reads = [f'head -c {sizes[0]} > "$d/g" && chmod 700 "$d/g"']
     reads += [f'head -c {size} > "$d/f{i}"' for i, size in enumerate(sizes[1:])]
-    local = {str(f): i for i, f in enumerate(files)}
-    words = [f'"$d/f{local[a]}"' if a in local else shlex.quote(a) for a in args]
+    local = {str(f): f'"$d/f{i}"' for i, f in enumerate(files)}
+    local.update({str(f): f'"$d/o{i}"' for i, f in enumerate(outputs)})
+    words = [local.get(a, shlex.quote(a)) for a in args]
+    run = '"$d/g" ' + " ".join(words)
+    if outputs:
+        prints = "; ".join(f'echo "OUTPUT {i}"; cat "$d/o{i}" 2>/dev/null; echo; echo "END {i}"'
+                           for i in range(len(outputs)))
+        run = "{ " + run + "; s=$?; " + prints + "; exit $s; }"
     return ("d=$(mktemp -d /tmp/mosbench-client.XXXXXX) || exit 1; trap 'rm -rf \"$d\"' EXIT; "
-            "trap 'exit 129' HUP INT TERM; " + " && ".join(reads) + ' && "$d/g" ' + " ".join(words))
+            "trap 'exit 129' HUP INT TERM; " + " && ".join(reads) + " && " + run)
+
+
+def split_outputs(lines: list[str]) -> tuple[list[str], dict[int, str]]:
+    """A session's lines after RESULT: the result's own, and each output's text by its number."""
+    result: list[str] = []
+    outputs: dict[int, str] = {}
+    current: list[str] | None = None
+    for line in lines:
+        if current is None and line.startswith("OUTPUT ") and line[7:].isdigit():
+            current = []
+            number = int(line[7:])
+        elif current is not None and line == f"END {number}":
+            outputs[number] = "\n".join(current)
+            current = None
+        elif current is not None:
+            current.append(line)
+        else:
+            result.append(line)
+    return result, outputs
 
 
 @dataclass
@@ -247,7 +273,8 @@ class RemoteGenerator:
     """One host's generator: a session over the host's master, its commands in and replies out."""
 
     def __init__(self, launcher: Launcher, master: Master, group: Group, name: str, binary: Path,
-                 args: list[str], cpus: tuple[int, ...], limit: float, files: tuple[Path, ...] = ()):
+                 args: list[str], cpus: tuple[int, ...], limit: float, files: tuple[Path, ...] = (),
+                 outputs: tuple[Path, ...] = ()):
         self.launcher = launcher
         self.master = master
         self.host = master.host.name
@@ -257,9 +284,11 @@ class RemoteGenerator:
         self.failure_words: str | None = None
         self._result_lines: list[str] = []
         self._result: dict[str, Any] | None = None
+        self.output_paths = outputs
+        self.outputs: dict[Path, str] = {}  # what the generator wrote there, once it has ended
         payload = [binary.read_bytes(), *(f.read_bytes() for f in files)]
         args = [*args, "--cpus", cpulist.format(cpus), "--control", "--limit", str(int(limit) + REMOTE_LIMIT_MARGIN)]
-        command = remote_command([len(p) for p in payload], args, list(files))
+        command = remote_command([len(p) for p in payload], args, list(files), list(outputs))
         self.proc: subprocess.Popen = launcher.spawn(name, master.argv(command), group, piped=True)
         self._reader = threading.Thread(target=self._read, name=f"{name}-reader", daemon=True)
         self._reader.start()
@@ -313,12 +342,16 @@ class RemoteGenerator:
             if reply.kind in ("EOF", "F", "RESULT"):
                 return None
 
-    def ask(self, command: str, kind: str) -> Reply:
-        self.send(command)
+    def expect(self, kind: str) -> Reply:
+        """The reply of that kind to a command sent; PointFailed with the host's words if it ended instead."""
         reply = self._wait(kind)
         if reply is None:
             raise PointFailed(self.failure())
         return reply
+
+    def ask(self, command: str, kind: str) -> Reply:
+        self.send(command)
+        return self.expect(kind)
 
     def _clock_offset(self, probes: int = 7) -> tuple[float, float]:
         """The host's realtime clock minus ours, from the probe with the shortest round trip (NTP's
@@ -360,8 +393,10 @@ class RemoteGenerator:
                 self.proc.wait(COMMAND_TIMEOUT)
             self.launcher.stop(self.proc)
             self._reader.join(5)
+            lines, outputs = split_outputs(self._result_lines)
+            self.outputs = {path: outputs[i] for i, path in enumerate(self.output_paths) if i in outputs}
             try:
-                self._result = json.loads("\n".join(self._result_lines)) if self._result_lines else {}
+                self._result = json.loads("\n".join(lines)) if lines else {}
             except ValueError:
                 self._result = {}
         return self._result
@@ -439,8 +474,19 @@ class RemoteClients:
         self.proc = generators[0].proc
         self._result: dict[str, Any] | None = None
 
+    def counters(self) -> dict[str, int]:
+        totals = {k: 0 for k in COUNTERS}
+        for g in self.generators:
+            for k, v in g.counters().items():
+                totals[k] += v
+        return totals
+
     def done(self) -> float:
-        return float(sum(g.counters()["done"] for g in self.generators))
+        return float(self.counters()["done"])
+
+    def outputs(self, path: Path) -> list[str]:
+        """What every host's generator wrote to its copy of `path`, in host order (after stop())."""
+        return [g.outputs[path] for g in self.generators if path in g.outputs]
 
     def set_phase(self, phase: int) -> None:
         """Every host told first, the replies read after, so the windows open within one send of each
@@ -449,8 +495,7 @@ class RemoteClients:
         for g in self.generators:
             g.send(command)
         for g in self.generators:
-            if g._wait(kind) is None:
-                raise PointFailed(g.failure())
+            g.expect(kind)
 
     def check(self) -> None:
         for g in self.generators:

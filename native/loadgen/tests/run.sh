@@ -108,7 +108,25 @@ grep -q "answered '550 no such user here' to RCPT TO" "$sout" || { echo "smtploa
 set +e
 "${smtploads[0]}" --ports "$sport" --cpus 0 --sessions 0 --duration 1 >/dev/null 2>&1
 [[ $? -eq 2 ]] || { echo "smtpload: --sessions 0 not exit 2" >&2; exit 1; }
+"${smtploads[0]}" --ports "$sport" --cpus 0 --sessions 2 --first-session 65535 --duration 1 >/dev/null 2>&1
+[[ $? -eq 2 ]] || { echo "smtpload: sessions past u65535 not exit 2" >&2; exit 1; }
 set -e
+# A second host's generator: its sessions mail users from --first-session on, and its ledger names them.
+kill "$smtpd"; wait "$smtpd" 2>/dev/null || true
+python3 "$here/fake_smtp.py" "$sport" "$mail" &
+smtpd=$!
+for i in $(seq 50); do python3 -c "import socket; socket.create_connection(('127.0.0.1', $sport))" 2>/dev/null && break; sleep 0.1; done
+rm -f "$mail"/u*
+"${smtploads[0]}" --ports "$sport" --cpus 0 --sessions 3 --first-session 40 --duration 0.5 --ledger "$sout.ledger" >/dev/null
+python3 - "$sout.ledger" "$mail" <<'PY' || { echo "smtpload: --first-session not honoured" >&2; exit 1; }
+import json, sys
+from pathlib import Path
+ledger, mail = json.load(open(sys.argv[1])), Path(sys.argv[2])
+assert [s["user"] for s in ledger["sessions"]] == ["u00040", "u00041", "u00042"], ledger["sessions"]
+assert sorted(p.name for p in mail.iterdir()) == ["u00040", "u00041", "u00042"], list(mail.iterdir())
+for box in mail.iterdir():
+    assert all(line.split(".")[0] == box.name[1:] for line in box.read_text().split()), box
+PY
 rm -f "$sout" "$sout.ledger" "$sout.json"
 
 if ! command -v memcached >/dev/null; then
