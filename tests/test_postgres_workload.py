@@ -23,7 +23,7 @@ from mosbench.errors import PointFailed, UserError
 from mosbench.machine import journal
 from mosbench.store import db as store
 from mosbench.workloads.postgres import cluster as pgcluster
-from mosbench.workloads.postgres import syscalls
+from mosbench.workloads.postgres import pgbench, syscalls
 from mosbench.workloads.postgres import workload as postgres
 from tests.conftest import needs_native, needs_root
 from tests.servers import needs_server, run_points, taken_port
@@ -63,28 +63,28 @@ def test_the_large_cache_always_holds_the_table():
 def test_pgbench_summary_and_transaction_logs_are_read(tmp_path):
     out = ("transaction type: x.sql\nnumber of transactions actually processed: 670\n"
            "number of failed transactions: 2 (0.298%)\nlatency average = 8.951 ms\n")
-    assert postgres.summary_counts(out) == (670, 2)
+    assert pgbench.summary_counts(out) == (670, 2)
     with pytest.raises(PointFailed, match="no summary"):
-        postgres.summary_counts("pgbench: error: connection to server failed\n")
+        pgbench.summary_counts("pgbench: error: connection to server failed\n")
     (tmp_path / "txn.123").write_text("0 1 12448 0 1795430923 260293\n0 2 10803 0 1795430923 271107\n")
     (tmp_path / "txn.123.1").write_text("1 1 9994 0 1795430924 5\n")
-    ends, latencies, lags = postgres.read_transaction_logs(tmp_path)
+    ends, latencies, lags = pgbench.read_transaction_logs(tmp_path)
     assert sorted(ends.tolist()) == pytest.approx([1795430923.260293, 1795430923.271107, 1795430924.000005])
     assert sorted(latencies.tolist()) == [9994, 10803, 12448]
     assert lags.tolist() == [0, 0, 0]
     # Under -R pgbench adds each transaction's schedule lag (µs) as a seventh field.
     (tmp_path / "txn.123.1").write_text("1 1 9994 0 1795430924 5 1500\n")
-    _, _, lags = postgres.read_transaction_logs(tmp_path)
+    _, _, lags = pgbench.read_transaction_logs(tmp_path)
     assert sorted(lags.tolist()) == [0, 0, 1500]
 
 
 def test_a_transaction_straddling_an_end_counts_for_the_part_inside():
     ends = np.array([10.0, 12.0, 13.0, 20.0])
     latencies_us = np.array([1e6, 2e6, 1e6, 1e6])  # runs [9,10], [10,12], [12,13], [19,20]
-    assert postgres.queries_between(ends, latencies_us, 10.0, 12.5, 256) == pytest.approx(256 + 128)
-    assert postgres.queries_between(ends, latencies_us, 11.0, 11.5, 256) == pytest.approx(64)
-    assert postgres.queries_between(ends, latencies_us, 14.0, 18.0, 256) == 0
-    assert postgres.queries_between(np.array([]), np.array([]), 0.0, 1.0, 256) == 0
+    assert pgbench.queries_between(ends, latencies_us, 10.0, 12.5, 256) == pytest.approx(256 + 128)
+    assert pgbench.queries_between(ends, latencies_us, 11.0, 11.5, 256) == pytest.approx(64)
+    assert pgbench.queries_between(ends, latencies_us, 14.0, 18.0, 256) == 0
+    assert pgbench.queries_between(np.array([]), np.array([]), 0.0, 1.0, 256) == 0
 
 
 def test_perf_counts_are_read_by_kind_and_unread_ones_left_out():

@@ -357,3 +357,30 @@ def test_exim_from_two_client_hosts(tmp_path: Path) -> None:
         assert m["messages_checked"] >= sum(h["done"] for h in m["client_hosts"])
         assert point["work"] > 0
         _nothing_left(hosts)
+
+
+@needs_hosts
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/lib/postgresql/15/bin/postgres").exists(),
+                    reason="needs root and PostgreSQL 15")
+def test_postgres_from_two_client_hosts(tmp_path: Path) -> None:
+    """A pgbench on each host with half the connections; each host's transaction log comes back over its
+    session, moved onto our clock, and the server's own index-lookup count matches both together."""
+    with ClientHosts(2, skew={1: 3.0}) as hosts:
+        out = _run(hosts, tmp_path / "r.db", "postgres/read-only", "--variant", "small-cache", "--cores", "1",
+                   "--trials", "1", "--warmup", "0.5", "--duration", "1.5", "--max-interference", "100",
+                   "-p", "rows=20000", "-p", "clients_per_core=2", "-p", "batch=16", "-p", "syscalls=false")
+        assert out.returncode == 0, out.stderr
+        (point,) = _points(tmp_path / "r.db")
+        m = json.loads(point["metrics"])
+        assert m["net"] == "client hosts" and m["clients"] == 2
+        c1, c2 = m["client_hosts"]
+        assert (c1["host"], c2["host"]) == ("c1", "c2")
+        assert c1["done"] > 0 and c2["done"] > 0
+        # c2's clock is 3 s ahead: its transactions were moved back onto ours, so its window's share
+        # is its own and not 3 s of another interval.
+        assert 2900 < c2["clock_offset_ms"] < 3100
+        assert 0.5 < c1["done"] / c2["done"] < 2
+        assert abs(c1["done"] + c2["done"] - point["work"]) <= 2 * 16
+        assert all(h["cpu_us_per_request"] and h["busy"] is not None for h in m["client_hosts"])
+        assert m["latency_p50_us"] > 0
+        _nothing_left(hosts)

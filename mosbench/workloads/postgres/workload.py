@@ -7,7 +7,8 @@ shared buffers. Its client is pgbench (not a native load generator) on the load-
 its own group (and with `net=veth` in its own network namespace, as every server workload's
 client), one connection per server core: each pgbench transaction is a batch of `batch` queries (the
 paper's 256), each on a key uniform over the table, built from the statement scripts in sql/. Work
-is queries.
+is queries. From client hosts (`--clients`) a pgbench on each host takes its share of the connections
+(postgres/pgbench.py), the server trusting their addresses in its pg_hba.conf.
 
 `small-cache` keeps PostgreSQL's default shared_buffers (128 MB; the default table does not fit, so
 reads miss into the kernel's page cache and the buffer free list's lock is busy); `large-cache` is
@@ -30,19 +31,14 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import re
 import resource
 import shutil
-import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from mosbench.errors import PointFailed, UserError
-from mosbench.launch.processes import how_it_ended
 from mosbench.launch.ready import wait_ready
 from mosbench.workloads.base import (
     Instance,
@@ -57,9 +53,19 @@ from mosbench.workloads.base import (
 )
 from mosbench.workloads.postgres import cluster as pgcluster
 from mosbench.workloads.postgres import syscalls
-from mosbench.workloads.server import netns, ports
-from mosbench.workloads.server.base import ServerInstance, ServerWorkload, rate_at
-from mosbench.workloads.server.loadgen import AFTER, WINDOW
+from mosbench.workloads.postgres.pgbench import (
+    LOG_WORD,
+    SCRIPT_WORD,
+    TAIL_S,
+    HostPgbench,
+    Pgbench,
+    PgbenchHosts,
+    check_version,
+    host_share,
+    pgbench_argv,
+)
+from mosbench.workloads.server import flows, netns, ports, remote
+from mosbench.workloads.server.base import ServerInstance, ServerWorkload, per_host_cpus, rate_at, remote_hosts
 from mosbench.workloads.server.servers import Server
 
 if TYPE_CHECKING:
@@ -70,10 +76,6 @@ SCHEMA = 1  # bump with sql/load.sql: a cached database of another schema is reb
 PROTOCOLS = ("simple", "extended", "prepared")
 LARGE_CACHE_MB = 2048  # the paper's shared_buffers for its 600 MB table
 MAX_ROWS = 2**40
-# pgbench is told its duration up front (-T) and must still be running when the harness's window
-# closes; it runs this much longer and the point waits for it to end by itself.
-TAIL_S = 1.0
-PROGRESS = re.compile(r"^progress: ([0-9.]+) s, ([0-9.]+) tps, .*?(\d+) failed")
 HOST = ports.HOST
 # For the check before a run: the table with its primary key (10M rows took 560 MB), and what a backend
 # holds beside shared_buffers for point queries (catalog caches, plans; work_mem is never reached).
@@ -154,126 +156,8 @@ def dir_mb(path: Path) -> float:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20
 
 
-class Pgbench:
-    """pgbench as a server point's client (loadgen.Client): told its duration up front (-T), sampled
-    from its per-second progress lines, its window's exact count and latencies read from its
-    transaction log once it has ended."""
-
-    name = "pgbench"
-
-    def __init__(self, ctx: PointContext, argv: list[str], txn_logs: Path, batch: int,
-                 enter: Callable[[], None] | None = None):
-        if not ctx.loadgen_group:
-            raise PointFailed("pgbench needs a load generator group")
-        self.launcher = ctx.launcher
-        self.txn_logs = txn_logs
-        self.batch = batch
-        self.opened: float | None = None
-        self.closed: float | None = None
-        self._progress: tuple[float, float] | None = None  # the last progress line: (time, transactions so far)
-        self._progress_rate = 0.0
-        self._progress_read = 0
-        self._failed = 0
-        self._ends = self._latencies = np.array([])
-        self._result: dict[str, Any] | None = None
-        self.proc: subprocess.Popen = ctx.launcher.spawn(self.name, argv, ctx.loadgen_group, env=pgcluster.ENV,
-                                                         enter=enter)
-
-    def _read_progress(self) -> None:
-        """pgbench's per-second progress lines (-P 1, epoch-stamped): cumulative transactions by time."""
-        path = self.launcher.logdir / "pgbench.err"
-        try:
-            with open(path, "rb") as f:
-                f.seek(self._progress_read)
-                chunk = f.read()
-        except OSError:
-            return
-        end = chunk.rfind(b"\n") + 1  # whole lines only; the rest is read next time
-        self._progress_read += end
-        for line in chunk[:end].decode(errors="replace").splitlines():
-            m = PROGRESS.match(line)
-            if not m:
-                continue
-            t, tps, failed = float(m[1]), float(m[2]), int(m[3])
-            last_t, total = self._progress or (t - 1.0, 0.0)
-            self._progress = (t, total + tps * (t - last_t))
-            self._progress_rate = tps
-            self._failed += failed
-
-    def done(self) -> float:
-        """Queries so far, from the progress lines carried to now at the last second's rate (the
-        window's exact count comes from the transaction log once pgbench has ended)."""
-        self._read_progress()
-        if not self._progress:
-            return 0.0
-        t, total = self._progress
-        return (total + self._progress_rate * min(max(time.time() - t, 0.0), 1.0)) * self.batch
-
-    def set_phase(self, phase: int) -> None:
-        # pgbench cannot be told: the window's ends are kept to cut its transaction log at them.
-        if phase == WINDOW:
-            self.opened = time.time()
-        elif phase == AFTER:
-            self.closed = time.time()
-
-    def check(self) -> None:
-        self._read_progress()
-        if self._failed:
-            raise PointFailed(self.failure(f"{self._failed} transactions failed"))
-        if self.proc.poll() is not None and self.closed is None:
-            raise PointFailed(self.failure(f"pgbench {how_it_ended(self.proc)} before the window closed"))
-
-    def failure(self, what: str) -> str:
-        """what, with pgbench's first error line: the cause ("connection to server ... failed: ..."),
-        where its last is a summary ("could not create connection for setup")."""
-        lines = [line for line in self.launcher.stderr_lines(self.name) if not PROGRESS.match(line)]
-        errors = [line.strip() for line in lines if "error:" in line or "FATAL:" in line]
-        said = errors[0] if errors else (lines[-1].strip() if lines else "")
-        return f"{what}: {said}" if said else what
-
-    def stop(self) -> dict[str, Any]:
-        """Once the window has closed: waits for pgbench to end by itself (its duration ends TAIL_S
-        after the window; it finishes its transactions and says how it went) and returns the window's
-        result, its transactions in all beside; before that, ends it and returns {}. Idempotent."""
-        if self._result is None:
-            self._result = {}
-            if self.closed is not None:
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    self.proc.wait(TAIL_S + 60)
-            self.launcher.stop(self.proc)
-            if self.closed is not None:
-                self._result = self._read_result()
-        return self._result
-
-    def _read_result(self) -> dict[str, Any]:
-        if self.proc.returncode != 0:
-            raise PointFailed(self.failure(f"pgbench exited with status {self.proc.returncode}"))
-        out = (self.launcher.logdir / "pgbench.out").read_text(errors="replace")
-        done, failed = summary_counts(out)
-        if failed:
-            raise PointFailed(f"pgbench: {failed} transactions failed")
-        self._ends, self._latencies, lags = read_transaction_logs(self.txn_logs)
-        if len(self._ends) != done:
-            raise PointFailed(f"pgbench's transaction log holds {len(self._ends)} transactions, its summary {done}")
-        result: dict[str, Any] = {"transactions": done, "errors": failed}
-        in_window = (self._ends >= self.opened) & (self._ends <= self.closed)
-        if in_window.any():
-            # Under -R a transaction's latency counts from its scheduled start, as pgbench's own summary does.
-            scheduled = self._latencies[in_window] + lags[in_window]
-            result["latency_ns"] = {name: float(np.percentile(scheduled, q)) * 1000
-                                    for name, q in (("p50", 50), ("p90", 90), ("p99", 99), ("max", 100))}
-        return result
-
-    def queries(self, t0: float, t1: float) -> float:
-        """Queries done between t0 and t1, from the transaction log (after stop())."""
-        return queries_between(self._ends, self._latencies, t0, t1, self.batch)
-
-    def logs(self) -> str:
-        return self.launcher.log_tail(self.name, 20)
-
-
 class PostgresInstance(ServerInstance):
-    client: Pgbench | None
+    client: Pgbench | PgbenchHosts | None
 
     def __init__(self, ctx: PointContext, database: Path, script: Path, updates: int, database_mb: float):
         super().__init__(ctx, 1)
@@ -309,11 +193,11 @@ class PostgresInstance(ServerInstance):
     def _start_server(self, database: Path, database_mb: float) -> None:
         ctx = self.ctx
         shutil.copytree(database, self.root / "data", symlinks=True)
-        if self.link:
-            # initdb trusts loopback alone: the client comes from the veth pair's far end, the harness
-            # from the server's own end.
+        # initdb trusts loopback alone: the clients come from the veth pair's far end or the client hosts'
+        # addresses, the harness from the server's own address.
+        if self.link or self.masters:
             with open(self.root / "data" / "pg_hba.conf", "a") as f:
-                f.writelines(f"host all all {addr}/32 trust\n" for addr in (self.link.client_addr, self.host))
+                f.writelines(f"host all all {addr}/32 trust\n" for addr in (*self._client_addresses(), self.host))
         pgcluster.chown_tree(self.root)
         open_path_to(self.root, ctx.run.scratch.parent)
         settings = dict(pgcluster.BENCHMARK_SETTINGS, max_connections=str(self.clients + 10))
@@ -330,6 +214,16 @@ class PostgresInstance(ServerInstance):
                                 "('default', 'override') ORDER BY name").fetchall()
         # What the server ran with, as it says (initdb's postgresql.conf, then ours), once per variant.
         ctx.run.facts.setdefault("settings", {}).setdefault(ctx.variant, dict(seen))
+
+    def _client_addresses(self) -> list[str]:
+        if self.link:
+            return [self.link.client_addr]
+        facts: list[remote.HostFacts] = self.ctx.run.extra["host_facts"]
+        sources = [flows.route_source(f.route) for f in facts]
+        missing = [f.host for f, src in zip(facts, sources, strict=True) if src is None]
+        if missing:
+            raise PointFailed(f"client host {missing[0]}: no source address in its route to the server")
+        return [src for src in sources if src]
 
     def _journal_shm(self) -> None:
         """PostgreSQL's System V segment (its interlock; the buffers are mmap'd) outlives a killed
@@ -348,13 +242,17 @@ class PostgresInstance(ServerInstance):
 
     def _start_pgbench(self, script: Path) -> None:
         ctx = self.ctx
-        txn_logs = ctx.scratch / "pgbench"
-        txn_logs.mkdir()
-        self.client = client = Pgbench(ctx, pgbench_argv(
-            self.host, self.port, self.clients, min(self.clients, len(ctx.loadgen_cpus)),
-            math.ceil(ctx.window_end + TAIL_S), ctx.params["protocol"], script, ctx.params["rows"],
-            txn_logs / "txn", rate_at(ctx.params, len(ctx.cpus))),
-            txn_logs, self.batch, netns.entering(self.link) if self.link else None)
+        seconds = math.ceil(ctx.window_end + TAIL_S)
+        rate = rate_at(ctx.params, len(ctx.cpus))
+        if self.masters:
+            self.client = client = self._host_pgbenches(script, seconds, rate)
+        else:
+            txn_logs = ctx.scratch / "pgbench"
+            txn_logs.mkdir()
+            self.client = client = Pgbench(ctx, pgbench_argv(
+                self.host, self.port, self.clients, min(self.clients, len(ctx.loadgen_cpus)), seconds,
+                ctx.params["protocol"], script, ctx.params["rows"], txn_logs / "txn", rate),
+                txn_logs, self.batch, netns.entering(self.link) if self.link else None)
         # pgbench connects every client before its clock starts: wait for them, so the warm-up is load.
         deadline = time.monotonic() + 60
         with querying("waiting for pgbench's connections"), connect(self.host, self.port) as conn:
@@ -363,9 +261,33 @@ class PostgresInstance(ServerInstance):
                 n = self._pgbench_backends(conn)
                 if n >= self.clients:
                     return
-                if client.proc.poll() is not None or time.monotonic() > deadline:
+                if client.ended() or time.monotonic() > deadline:
                     raise PointFailed(client.failure(f"{n} of {self.clients} clients connected"))
                 time.sleep(0.02)
+
+    def _host_pgbenches(self, script: Path, seconds: int, rate: float | None) -> PgbenchHosts:
+        """A pgbench on every client host with a share of the connections (and of the rate), each sent
+        the batch script and pinned to its host's CPUs."""
+        ctx = self.ctx
+        facts: list[remote.HostFacts] = ctx.run.extra["host_facts"]
+        count = per_host_cpus(len(ctx.cpus), ctx.params, len(self.masters))
+        started: list[HostPgbench] = []
+        try:
+            for i, (master, fact) in enumerate(zip(self.masters, facts, strict=True)):
+                share = host_share(self.clients, i, len(self.masters))
+                if not share:
+                    continue
+                cpus = remote.host_cpus(master.host, fact, count)
+                argv = pgbench_argv(self.host, self.port, share, min(share, len(cpus)), seconds,
+                                    ctx.params["protocol"], SCRIPT_WORD, ctx.params["rows"], LOG_WORD,
+                                    rate * share / self.clients if rate else None, binary="pgbench")
+                started.append(HostPgbench(ctx.launcher, master, ctx.run.group, f"pgbench-{i}", argv[1:],
+                                           script.read_bytes(), cpus))
+        except BaseException:
+            for h in started:
+                h.end(0)
+            raise
+        return PgbenchHosts(started, self.batch)
 
     def _start_counter(self) -> None:
         postmaster = self.servers[0].proc.pid
@@ -462,7 +384,7 @@ class PostgresInstance(ServerInstance):
 
     def _end_processes(self) -> None:
         if self.client is not None:
-            self.ctx.launcher.stop(self.client.proc)
+            self.client.kill()
         if self.counter is not None:
             with contextlib.suppress(Exception):
                 self.counter.finish()
@@ -476,53 +398,6 @@ class PostgresInstance(ServerInstance):
         if self._shm:
             self.ctx.launcher.journal.remove_shm(*self._shm)
             self._shm = None
-
-
-def pgbench_argv(host: str, port: int, clients: int, threads: int, seconds: int, protocol: str, script: Path,
-                 rows: int, log_prefix: Path, rate: float | None = None) -> list[str]:
-    """pgbench's command; with rate, its own open loop (-R, transactions per second in all)."""
-    return [str(pgcluster.BIN / "pgbench"), "--no-vacuum", "-h", host, "-p", str(port), "-U", pgcluster.USER,
-            "-c", str(clients), "-j", str(threads), "-T", str(seconds), "-M", protocol, "-f", str(script),
-            *(["-R", f"{rate:g}"] if rate else []),
-            "-D", f"rows={rows}", "-P", "1", "--progress-timestamp", "-l", f"--log-prefix={log_prefix}", "postgres"]
-
-
-def summary_counts(out: str) -> tuple[int, int]:
-    """(transactions processed, transactions failed) from pgbench's summary."""
-    done = re.search(r"number of transactions actually processed: (\d+)", out)
-    failed = re.search(r"number of failed transactions: (\d+)", out)
-    if not done:
-        raise PointFailed("pgbench printed no summary")
-    return int(done[1]), int(failed[1]) if failed else 0
-
-
-def read_transaction_logs(prefix_dir: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every transaction's end (epoch seconds), latency (µs) and, under -R, schedule lag (µs; else 0)
-    from pgbench's per-thread logs ("client transaction latency_us script epoch_s epoch_us [lag_us]")."""
-    ends: list[float] = []
-    latencies: list[float] = []
-    lags: list[float] = []
-    for path in sorted(prefix_dir.iterdir()):
-        for line in path.read_text().splitlines():
-            fields = line.split()
-            if len(fields) < 6:
-                continue
-            ends.append(int(fields[4]) + int(fields[5]) / 1e6)
-            latencies.append(float(fields[2]) if fields[2].isdigit() else math.nan)
-            lags.append(float(fields[6]) if len(fields) > 6 and fields[6].isdigit() else 0.0)
-    return np.array(ends), np.array(latencies), np.array(lags)
-
-
-def queries_between(ends: np.ndarray, latencies_us: np.ndarray, t0: float, t1: float, batch: int) -> float:
-    """Queries done between t0 and t1: each transaction's batch shared out by the part of its run
-    inside the interval (its queries run one after another through it), so a transaction that
-    straddles an end counts for the part it ran inside, not all or nothing."""
-    if not len(ends):
-        return 0.0
-    durations = np.maximum(np.nan_to_num(latencies_us) / 1e6, 1e-9)
-    starts = ends - durations
-    overlap = np.clip(np.minimum(ends, t1) - np.maximum(starts, t0), 0.0, None)
-    return float((overlap / durations).sum() * batch)
 
 
 def per_query(counts: dict[str, int], queries: float) -> dict[str, float]:
@@ -545,8 +420,6 @@ shared kernel object (PostgreSQL's lseek on a table's file, the paper's inode mu
 
 
 class Postgres(ServerWorkload):
-    # pgbench, its client, reports through files of this machine (progress, transaction log).
-    remote_clients = False
     name = "postgres"
     description = "point queries on an indexed key/value table in a private PostgreSQL, pgbench as the client"
     unit = "query"
@@ -615,6 +488,15 @@ class Postgres(ServerWorkload):
         if soft != resource.RLIM_INFINITY and clients + FDS_SPARE > soft:
             raise UserError(f"postgres at {cores} cores runs pgbench with {clients} connections, and the open-file "
                             f"limit is {soft}: raise it (ulimit -n {clients + FDS_SPARE}) or lower clients_per_core")
+
+    def check_clients(self, params: dict[str, Any], cores: int) -> None:
+        """As every server workload's, and each host's pgbench one whose counts mosbench reads."""
+        super().check_clients(params, cores)
+        for host in remote_hosts(params):
+            problem = check_version(remote.run(host, params["ssh_config"], "pgbench --version 2>&1 || true"),
+                                    host.name)
+            if problem:
+                raise UserError(problem)
 
     def setup(self, ctx: RunContext) -> None:
         p = ctx.params

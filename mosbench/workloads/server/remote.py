@@ -138,10 +138,10 @@ PROBE = ("uname -m; uname -r; hostname; cat /sys/devices/system/cpu/online; "
          "ip -o route get {addr} 2>/dev/null | head -1 || echo none")
 
 
-def probe(host: ClientHost, config: str, server_address: str, control_path: Path | None = None) -> HostFacts:
-    """One command on the host: its architecture, kernel, name, CPUs and route to the server; UserError
-    naming the host and ssh's reason if it cannot be reached."""
-    argv = [*ssh_base(config, control_path), host.name, PROBE.format(addr=shlex.quote(server_address))]
+def run(host: ClientHost, config: str, command: str, control_path: Path | None = None) -> str:
+    """One command on the host, its output; UserError naming the host and ssh's reason if it cannot be
+    reached or the command fails."""
+    argv = [*ssh_base(config, control_path), host.name, command]
     try:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=CONNECT_TIMEOUT + 20)
     except subprocess.TimeoutExpired:
@@ -153,9 +153,15 @@ def probe(host: ClientHost, config: str, server_address: str, control_path: Path
             hint = (f" (`ssh -o BatchMode=yes {host.name} true` must work: a key the agent or config offers, "
                     "the host's key in known_hosts)")
         raise UserError(f"client host {host.name}: {words}{hint}")
-    lines = out.stdout.splitlines()
+    return out.stdout
+
+
+def probe(host: ClientHost, config: str, server_address: str, control_path: Path | None = None) -> HostFacts:
+    """One command on the host: its architecture, kernel, name, CPUs and route to the server; UserError
+    naming the host and ssh's reason if it cannot be reached."""
+    lines = run(host, config, PROBE.format(addr=shlex.quote(server_address)), control_path).splitlines()
     if len(lines) < 5:
-        raise UserError(f"client host {host.name}: unexpected answer to the probe: {out.stdout.strip()!r}")
+        raise UserError(f"client host {host.name}: unexpected answer to the probe: {chr(10).join(lines)!r}")
     try:
         online = tuple(cpulist.parse(lines[3].strip()))
     except ValueError:
@@ -269,37 +275,30 @@ class Reply:
     at: float  # our monotonic clock when read
 
 
-class RemoteGenerator:
-    """One host's generator: a session over the host's master, its commands in and replies out."""
+class RemoteSession:
+    """A program on a host, over a session of the host's master: what it needs sent down the session's
+    standard input (payload), then commands in and replies out, a line each. Its first reply is READY;
+    a line `F <words>` is its failure; after `RESULT` come its final lines."""
 
-    def __init__(self, launcher: Launcher, master: Master, group: Group, name: str, binary: Path,
-                 args: list[str], cpus: tuple[int, ...], limit: float, files: tuple[Path, ...] = (),
-                 outputs: tuple[Path, ...] = ()):
+    def __init__(self, launcher: Launcher, master: Master, group: Group, name: str, command: str, payload: bytes):
         self.launcher = launcher
         self.master = master
         self.host = master.host.name
         self.name = name
-        self.cpus = cpus
         self.replies: queue.Queue[Reply] = queue.Queue()
         self.failure_words: str | None = None
         self._result_lines: list[str] = []
-        self._result: dict[str, Any] | None = None
-        self.output_paths = outputs
-        self.outputs: dict[Path, str] = {}  # what the generator wrote there, once it has ended
-        payload = [binary.read_bytes(), *(f.read_bytes() for f in files)]
-        args = [*args, "--cpus", cpulist.format(cpus), "--control", "--limit", str(int(limit) + REMOTE_LIMIT_MARGIN)]
-        command = remote_command([len(p) for p in payload], args, list(files), list(outputs))
         self.proc: subprocess.Popen = launcher.spawn(name, master.argv(command), group, piped=True)
         self._reader = threading.Thread(target=self._read, name=f"{name}-reader", daemon=True)
         self._reader.start()
         try:
-            self._send_raw(b"".join(payload))
+            self._send_raw(payload)
             ready = self._wait("READY", 30)
             if ready is None:
                 raise PointFailed(self.failure())
             self.offset_s, self.offset_error_s = self._clock_offset()
         except BaseException:
-            self.stop()
+            self.end()
             raise
 
     def _read(self) -> None:
@@ -315,8 +314,12 @@ class RemoteGenerator:
                 in_result = True
             elif kind == "F":
                 self.failure_words = rest
+            self.seen(kind, rest)
             self.replies.put(Reply(kind, rest.split(), time.monotonic()))
         self.replies.put(Reply("EOF", [], time.monotonic()))
+
+    def seen(self, kind: str, rest: str) -> None:
+        """Every reply as it is read (for a subclass to keep the ones that come unasked)."""
 
     def _send_raw(self, data: bytes) -> None:
         assert self.proc.stdin is not None
@@ -367,33 +370,55 @@ class RemoteGenerator:
         assert best is not None
         return best
 
-    def counters(self) -> dict[str, int]:
-        reply = self.ask("s", "S")
-        values = [int(w) for w in reply.words[1:1 + len(COUNTERS)]]
-        return dict(zip(COUNTERS, values, strict=True))
-
     def failure(self) -> str:
         if self.failure_words:
             return f"client host {self.host}: {self.failure_words}"
         tail = [ln for ln in self.launcher.stderr_lines(self.name) if ln.strip()]
         if tail:
             return f"client host {self.host}: {tail[-1].strip()}"
-        return f"client host {self.host}: its generator {how_it_ended(self.proc)} without a message"
+        return f"client host {self.host}: its {self.name} {how_it_ended(self.proc)} without a message"
 
     def check(self) -> None:
         if self.failure_words is not None or self.proc.poll() is not None:
             raise PointFailed(self.failure())
 
+    def end(self, wait: float = COMMAND_TIMEOUT) -> list[str]:
+        """Asks it to stop (`q`), waits up to `wait` seconds for the session to end, ends it if not, and
+        returns the lines it printed after RESULT."""
+        with contextlib.suppress(PointFailed):
+            self.send("q")
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(wait)
+        self.launcher.stop(self.proc)
+        self._reader.join(5)
+        return self._result_lines
+
+
+class RemoteGenerator(RemoteSession):
+    """One host's native generator (control.h), with the files it reads sent along and the ones it
+    writes (outputs) brought back."""
+
+    def __init__(self, launcher: Launcher, master: Master, group: Group, name: str, binary: Path,
+                 args: list[str], cpus: tuple[int, ...], limit: float, files: tuple[Path, ...] = (),
+                 outputs: tuple[Path, ...] = ()):
+        self.cpus = cpus
+        self._result: dict[str, Any] | None = None
+        self.output_paths = outputs
+        self.outputs: dict[Path, str] = {}  # what the generator wrote there, once it has ended
+        payload = [binary.read_bytes(), *(f.read_bytes() for f in files)]
+        args = [*args, "--cpus", cpulist.format(cpus), "--control", "--limit", str(int(limit) + REMOTE_LIMIT_MARGIN)]
+        command = remote_command([len(p) for p in payload], args, list(files), list(outputs))
+        super().__init__(launcher, master, group, name, command, b"".join(payload))
+
+    def counters(self) -> dict[str, int]:
+        reply = self.ask("s", "S")
+        values = [int(w) for w in reply.words[1:1 + len(COUNTERS)]]
+        return dict(zip(COUNTERS, values, strict=True))
+
     def stop(self) -> dict[str, Any]:
         """Asks it to stop and reads its window's result; {} if it had none."""
         if self._result is None:
-            with contextlib.suppress(PointFailed):
-                self.send("q")
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(COMMAND_TIMEOUT)
-            self.launcher.stop(self.proc)
-            self._reader.join(5)
-            lines, outputs = split_outputs(self._result_lines)
+            lines, outputs = split_outputs(self.end())
             self.outputs = {path: outputs[i] for i, path in enumerate(self.output_paths) if i in outputs}
             try:
                 self._result = json.loads("\n".join(lines)) if lines else {}
