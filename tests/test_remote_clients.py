@@ -384,3 +384,31 @@ def test_postgres_from_two_client_hosts(tmp_path: Path) -> None:
         assert all(h["cpu_us_per_request"] and h["busy"] is not None for h in m["client_hosts"])
         assert m["latency_p50_us"] > 0
         _nothing_left(hosts)
+
+
+@needs_hosts
+@pytest.mark.skipif(not Path("/usr/sbin/apache2").exists(), reason="needs apache2")
+def test_apache_file_set_searches_its_load_from_client_hosts(tmp_path: Path) -> None:
+    """The response-rule search steps the client hosts' connections as a local client's: every step's
+    answers judged good on both hosts add up, and the point runs at the highest step that met the rule."""
+    with ClientHosts(2) as hosts:
+        out = _run(hosts, tmp_path / "r.db", "apache/files", "--variant", "per-core", "--cores", "1", "--trials",
+                   "1", "--warmup", "0.3", "--duration", "1", "--max-interference", "100", "-p", "dirs=1",
+                   "-p", "connections=2", "-p", "qos_step_s=0.3")
+        assert out.returncode == 0, out.stderr
+        (point,) = _points(tmp_path / "r.db")
+        m = json.loads(point["metrics"])
+        assert [s["connections"] for s in m["qos_steps"]] == [1, 2] and m["qos_connections"] == 2
+        assert all(s["done"] > 0 and s["good_share"] == 1.0 for s in m["qos_steps"])
+        assert m["good_share"] == 1.0  # the hosts' good answers added, over their answers added
+        assert sum(h["done"] for h in m["client_hosts"]) == m["client_done"]
+        _nothing_left(hosts)
+
+
+def test_merged_hosts_add_their_judged_answers() -> None:
+    from types import SimpleNamespace
+    gens = [SimpleNamespace(host=h, cpus=(0,), offset_s=0.0, offset_error_s=0.0) for h in ("c1", "c2")]
+    results = [{"done": 10, "good": 9, "tolerable": 10, "connections": 4, "window_s": 1.0},
+               {"done": 5, "good": 5, "tolerable": 5, "connections": 4, "window_s": 1.0}]
+    total = remote.merge(gens, results)  # type: ignore[arg-type]
+    assert (total["done"], total["good"], total["tolerable"], total["connections"]) == (15, 14, 15, 8)

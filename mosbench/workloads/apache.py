@@ -104,6 +104,7 @@ class ApacheInstance(ServerInstance):
         super().__init__(ctx, count)
         self.file_set = ctx.test in FILE_SET_TESTS
         self.extra: dict[str, Any] = {}
+        self.files: tuple[Path, ...] = ()  # what the client reads: the file set's list
         self.steps_taken = 0
         connections = max(1, ctx.params["connections"] * len(ctx.cpus) // count)  # per port
         docroot = ctx.scratch / "htdocs"
@@ -133,25 +134,22 @@ class ApacheInstance(ServerInstance):
                     host=self.host))
             self.wait_servers()
             client = [str(native.binary("mosbench-httpload")), "--ports", ",".join(map(str, self.ports)), *target]
-            if self.masters and ctx.test == "baseline":
-                raise PointFailed("apache/baseline's steps run their client on this machine: measure it "
-                                  "without --clients")
-            if ctx.test == "files" and ctx.params["qos_step_s"] > 0 and not self.masters:
+            self.files = (listing,) if self.file_set else ()  # client hosts take the file list along
+            if ctx.test == "files" and ctx.params["qos_step_s"] > 0:
                 connections = self._highest_meeting_qos(client, connections)
             elif ctx.test == "baseline":
                 self._baseline(client, connections)
-            # Client hosts take the file list along; the response-rule search (local steps) is not run there.
-            self.start_client("httpload", [*client, "--connections-per-port", str(connections)],
-                              files=(listing,) if self.file_set else ())
+            self.start_client("httpload", [*client, "--connections-per-port", str(connections)], files=self.files)
         except BaseException:
             self.stop()
             raise
 
     def _step(self, client: list[str], connections: int, rate: float | None = None) -> steps.Step:
         self.steps_taken += 1
+        argv = [*client, "--connections-per-port", str(connections)]
         return steps.run_step(self.ctx, f"httpload-step{self.steps_taken}",
-                              [*client, "--connections-per-port", str(connections), "--host", self.host], connections,
-                              _step_s(self.ctx.params), rate)
+                              lambda name, rate, limit: self.new_client(name, argv, rate, limit, self.files),
+                              connections, _step_s(self.ctx.params), rate)
 
     def _highest_meeting_qos(self, client: list[str], most: int) -> int:
         best, taken = steps.highest_meeting_qos(lambda c: self._step(client, c), most)

@@ -291,34 +291,40 @@ class ServerInstance(Instance):
         client sending from that address; for_host: arguments of its own for host i of n (here: 0 of 1);
         outputs: files the arguments name that the generator writes, brought back from every host
         (RemoteClients.outputs) or written here."""
-        rate = rate_at(self.ctx.params, len(self.ctx.cpus))
+        self.client = self.new_client(name, argv, rate_at(self.ctx.params, len(self.ctx.cpus)), self.ctx.timeout,
+                                      files, for_source, for_host, outputs)
+        self.check()
+
+    def new_client(self, name: str, argv: list[str], rate: float | None, limit: float, files: tuple[Path, ...] = (),
+                   for_source: Callable[[str], list[str]] | None = None,
+                   for_host: Callable[[int, int], list[str]] | None = None,
+                   outputs: tuple[Path, ...] = ()) -> Client:
+        """A generator started as start_client's (rate: requests per second in all; limit: its own stop in
+        seconds): the point's client, or a brief step's before it (steps.py)."""
         if self.masters:
-            self.client = self._remote_clients(name, argv, files, rate, for_source, for_host, outputs)
-            self.check()
-            return
+            return self._remote_clients(name, argv, files, rate, for_source, for_host, outputs, limit)
         if not self.ctx.loadgen_group:
             raise PointFailed(f"{name} needs a load generator group")
         if rate is not None:
-            argv = [*argv, "--rate", f"{rate:g}"]
+            argv = [*argv, "--rate", f"{rate:.6g}"]
         if for_source:
             argv = [*argv, *for_source(self.link.client_addr if self.link else self.host)]
         if for_host:
             argv = [*argv, *for_host(0, 1)]
-        self.client = LoadGenerator(self.ctx.launcher, name, [*argv, "--host", self.host], self.ctx.loadgen_group,
-                                    self.ctx.loadgen_cpus, self.ctx.scratch, self.ctx.timeout,
-                                    enter=netns.entering(self.link) if self.link else None)
-        self.check()
+        return LoadGenerator(self.ctx.launcher, name, [*argv, "--host", self.host], self.ctx.loadgen_group,
+                             self.ctx.loadgen_cpus, self.ctx.scratch, limit,
+                             enter=netns.entering(self.link) if self.link else None)
 
     def _remote_clients(self, name: str, argv: list[str], files: tuple[Path, ...], rate: float | None,
                         for_source: Callable[[str], list[str]] | None,
                         for_host: Callable[[int, int], list[str]] | None,
-                        outputs: tuple[Path, ...]) -> remote.RemoteClients:
+                        outputs: tuple[Path, ...], limit: float) -> remote.RemoteClients:
         ctx = self.ctx
         facts: list[remote.HostFacts] = ctx.run.extra["host_facts"]
         count = per_host_cpus(len(ctx.cpus), ctx.params, len(self.masters))
         args = [*argv[1:], "--host", self.host]
         if rate is not None:  # the rate is the whole client's: each host sends its share
-            args += ["--rate", f"{rate / len(self.masters):g}"]
+            args += ["--rate", f"{rate / len(self.masters):.6g}"]
         generators: list[remote.RemoteGenerator] = []
         try:
             for i, (master, fact) in enumerate(zip(self.masters, facts, strict=True)):
@@ -333,7 +339,7 @@ class ServerInstance(Instance):
                     own += for_host(i, len(self.masters))
                 generators.append(remote.RemoteGenerator(
                     ctx.launcher, master, ctx.run.group, f"{name}-{i}", Path(argv[0]), [*args, *own],
-                    remote.host_cpus(master.host, fact, count), ctx.timeout, files, outputs))
+                    remote.host_cpus(master.host, fact, count), limit, files, outputs))
         except BaseException:
             for g in generators:
                 g.stop()

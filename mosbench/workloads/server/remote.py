@@ -46,6 +46,9 @@ CLOCK_SKEW_NOTE_S = 0.5
 # Hosts whose windows opened further apart than this did not measure the same interval.
 WINDOW_SPREAD_NOTE_S = 0.05
 COMMAND_TIMEOUT = 10.0
+# A generator's result figures beside COUNTERS that are counts: every host's add up (httpload's answers
+# judged good and tolerable, the connections, contexts or sessions each opened).
+ADDED = ("good", "tolerable", "connections", "contexts", "sessions")
 REMOTE_LIMIT_MARGIN = 30  # the generator's own stop, past the harness's, if nothing tells it to stop
 
 
@@ -467,6 +470,9 @@ def merge(generators: list[RemoteGenerator], results: list[dict[str, Any]]) -> d
             continue
         for k in COUNTERS:
             total[k] += int(result.get(k, 0))
+        for k in ADDED:
+            if k in result:
+                total[k] = total.get(k, 0) + int(result[k])
         total["flows"] += result.get("flows") or []
         hist = Histogram.from_result(result.get("hist") or {"sub_bits": 7})
         merged.add(hist)

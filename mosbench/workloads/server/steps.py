@@ -18,7 +18,7 @@ from typing import Any
 from mosbench.errors import PointFailed
 from mosbench.machine import accounting
 from mosbench.workloads.base import PointContext
-from mosbench.workloads.server.loadgen import AFTER, WINDOW, LoadGenerator, client_metrics
+from mosbench.workloads.server.loadgen import AFTER, WINDOW, Client, client_metrics
 
 STEP_WARMUP_S = 0.3
 STEP_START_STOP_S = 0.2  # a client's start, statistics file and result, as seen here
@@ -62,14 +62,14 @@ class Step:
         return out
 
 
-def run_step(ctx: PointContext, name: str, argv: list[str], connections: int, seconds: float,
+# A step's client, started: (its name, its rate in all or None, its own stop in seconds).
+StartClient = Callable[[str, float | None, float], Client]
+
+
+def run_step(ctx: PointContext, name: str, start: StartClient, connections: int, seconds: float,
              rate: float | None = None) -> Step:
-    """The client `argv` (without --cpus/--stats/--result/--rate) run once for `seconds` after a warm-up."""
-    if not ctx.loadgen_group:
-        raise PointFailed(f"{name} needs a load generator group")
-    full = [*argv, *(["--rate", f"{rate:.6g}"] if rate else [])]
-    client = LoadGenerator(ctx.launcher, name, full, ctx.loadgen_group, ctx.loadgen_cpus, ctx.scratch,
-                           STEP_WARMUP_S + seconds + 30)
+    """A client started by `start` (here or on the client hosts) run once for `seconds` after a warm-up."""
+    client = start(name, rate, STEP_WARMUP_S + seconds + 30)
     try:
         time.sleep(STEP_WARMUP_S)
         client.check()
