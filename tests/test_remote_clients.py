@@ -291,7 +291,7 @@ def test_a_host_too_busy_to_keep_up_is_the_limit(tmp_path: Path) -> None:
         try:
             out = subprocess.run([*MOSBENCH, "run", "memcached", "--variant", "per-core", "--cores", "1",
                                   "--trials", "1", "--warmup", "0.5", "--duration", "1.5", "--max-interference",
-                                  "100", "-p", "contexts=1", "--clients", f"@{listing}", "--server-address",
+                                  "100", "-p", "contexts=2", "--clients", f"@{listing}", "--server-address",
                                   hosts.server_address, "--ssh-config", str(hosts.ssh_config), "--store",
                                   f"sqlite:///{tmp_path / 'r.db'}"], capture_output=True, text=True, timeout=300)
         finally:
@@ -333,7 +333,8 @@ def test_balanced_flows_from_client_hosts(tmp_path: Path) -> None:
         assert out.returncode == 0, out.stderr
         (point,) = _points(tmp_path / "r.db")
         m = json.loads(point["metrics"])
-        assert m["flows"] == 2 * 8  # 8 contexts a server core (the default) on each host
+        # 8 contexts a server core (the default) in all, shared: 4 from each host, each listed.
+        assert m["flows"] == 8 and [h["host"] for h in m["client_hosts"]] == ["c1", "c2"]
         assert len(bytes.fromhex(m["flow_hash_low_bytes"])) == m["flows"]
         assert m["flows_chosen"] == "balanced"
         assert sum(m["flow_queues_predicted"].values()) == m["flows"]

@@ -37,8 +37,8 @@ from mosbench.workloads.base import (
     Variant,
     open_path_to,
 )
-from mosbench.workloads.server import steps
-from mosbench.workloads.server.base import ServerInstance, ServerWorkload
+from mosbench.workloads.server import remote, steps
+from mosbench.workloads.server.base import HostArgs, ServerInstance, ServerWorkload
 from mosbench.workloads.server.servers import Server
 
 APACHE = Path("/usr/sbin/apache2")
@@ -133,23 +133,33 @@ class ApacheInstance(ServerInstance):
                     port, cpus=(ctx.cpus[i],) if per_core else None, last_words=_cause(root / "error.log", ctx, name),
                     host=self.host))
             self.wait_servers()
-            client = [str(native.binary("mosbench-httpload")), "--ports", ",".join(map(str, self.ports)), *target]
+            client = [str(native.binary("mosbench-httpload")), *target]
             self.files = (listing,) if self.file_set else ()  # client hosts take the file list along
             if ctx.test == "files" and ctx.params["qos_step_s"] > 0:
                 connections = self._highest_meeting_qos(client, connections)
             elif ctx.test == "baseline":
                 self._baseline(client, connections)
-            self.start_client("httpload", [*client, "--connections-per-port", str(connections)], files=self.files)
+            self.start_client("httpload", client, files=self.files, for_host=self._share(connections))
         except BaseException:
             self.stop()
             raise
 
     def _step(self, client: list[str], connections: int, rate: float | None = None) -> steps.Step:
         self.steps_taken += 1
-        argv = [*client, "--connections-per-port", str(connections)]
         return steps.run_step(self.ctx, f"httpload-step{self.steps_taken}",
-                              lambda name, rate, limit: self.new_client(name, argv, rate, limit, self.files),
+                              lambda name, rate, limit: self.new_client(name, client, rate, limit, self.files,
+                                                                        self._share(connections)),
                               connections, _step_s(self.ctx.params), rate)
+
+    def _share(self, connections: int) -> HostArgs:
+        """Each generator's ports and connections on each: from client hosts they are shared, so that every
+        port has `connections` in all (its MaxRequestWorkers is sized from them)."""
+        def share(host: int, hosts: int, source: str) -> list[str] | None:
+            mine = remote.slot_share(self.ports, connections, host, hosts)
+            if mine is None:
+                return None
+            return ["--ports", ",".join(map(str, mine[0])), "--connections-per-port", str(mine[1])]
+        return share
 
     def _highest_meeting_qos(self, client: list[str], most: int) -> int:
         best, taken = steps.highest_meeting_qos(lambda c: self._step(client, c), most)

@@ -31,8 +31,8 @@ from typing import Any
 from mosbench import native
 from mosbench.errors import PointFailed, UserError
 from mosbench.workloads.base import Instance, Param, PointContext, PointNote, Sample, Variant, open_path_to
-from mosbench.workloads.server.base import ServerInstance, ServerWorkload, remote_hosts
-from mosbench.workloads.server.remote import RemoteClients
+from mosbench.workloads.server.base import ServerInstance, ServerWorkload
+from mosbench.workloads.server.remote import RemoteClients, share
 from mosbench.workloads.server.servers import Server
 
 EXIM = Path("/usr/sbin/exim4")
@@ -79,10 +79,11 @@ def config(root: Path, host: str, port: int, tuned: bool) -> str:
     ]) + "\n"
 
 
-def session_share(sessions: int, host: int, hosts: int) -> list[str]:
-    """smtpload's sessions for host `host` of `hosts`: a contiguous share of the users, sizes within one."""
-    first = sessions * host // hosts
-    return ["--sessions", str(sessions * (host + 1) // hosts - first), "--first-session", str(first)]
+def session_share(sessions: int, host: int, hosts: int) -> list[str] | None:
+    """smtpload's sessions for host `host` of `hosts`: a contiguous share of the users, sizes within one;
+    None for a host with none."""
+    count = share(sessions, host, hosts)
+    return ["--sessions", str(count), "--first-session", str(sessions * host // hosts)] if count else None
 
 
 def merge_ledgers(texts: list[str]) -> dict[str, Any]:
@@ -207,7 +208,7 @@ class EximInstance(ServerInstance):
                 str(native.binary("mosbench-smtpload")), "--ports", str(self.ports[0]),
                 "--messages-per-connection", str(MESSAGES_PER_CONNECTION), "--domain", DOMAIN,
                 "--ledger", str(self.ledger_path),
-            ], for_host=lambda i, n: session_share(sessions, i, n), outputs=(self.ledger_path,))
+            ], for_host=lambda i, n, _source: session_share(sessions, i, n), outputs=(self.ledger_path,))
         except BaseException:
             self.stop()
             raise
@@ -361,10 +362,6 @@ class Exim(ServerWorkload):
     def check_params(self, params: dict[str, Any]) -> None:
         if not 1 <= params["clients"] <= 65536:
             raise UserError("exim clients must be 1..65536")
-        hosts = len(remote_hosts(params))
-        if hosts > params["clients"]:
-            raise UserError(f"exim clients={params['clients']} sessions cannot be shared by {hosts} client "
-                            "hosts: give at least one a host")
         super().check_params(params)
 
     def ports_at(self, cores: int) -> int:

@@ -18,7 +18,7 @@ from typing import Any
 from mosbench import native
 from mosbench.errors import PointFailed, UserError
 from mosbench.workloads.base import Instance, Param, PointContext, Variant
-from mosbench.workloads.server import flows
+from mosbench.workloads.server import flows, remote
 from mosbench.workloads.server.base import ServerInstance, ServerWorkload
 from mosbench.workloads.server.servers import Server
 
@@ -57,15 +57,27 @@ class MemcachedInstance(ServerInstance):
             # Contexts scale with the server's cores, whatever the number of ports they are spread over.
             per_port = max(1, p["contexts"] * len(ctx.cpus) // count)
 
-            def balanced(source: str) -> list[str]:
-                chosen = flows.balanced_source_ports(self.server_rss(), source, self.host, self.ports, per_port)
-                return ["--source-ports", ",".join(map(str, chosen))]
+            balanced = p["flows"] == "balanced"
+
+            def share(host: int, hosts: int, source: str) -> list[str] | None:
+                # From client hosts the contexts are shared, not multiplied: each port gets per_port in all.
+                mine = remote.slot_share(self.ports, per_port, host, hosts)
+                if mine is None:
+                    return None
+                ports, count = mine
+                args = ["--ports", ",".join(map(str, ports)), "--contexts-per-port", str(count)]
+                if balanced:
+                    if not source:
+                        raise PointFailed(f"client host {host + 1} of {hosts}: no source address in its route to "
+                                          "the server, so no ports can be chosen for it")
+                    chosen = flows.balanced_source_ports(self.server_rss(), source, self.host, ports, count)
+                    args += ["--source-ports", ",".join(map(str, chosen))]
+                return args
 
             self.start_client("memload", [
-                str(native.binary("mosbench-memload")), "--ports", ",".join(map(str, self.ports)),
-                "--contexts-per-port", str(per_port), "--batch", str(p["batch"]),
+                str(native.binary("mosbench-memload")), "--batch", str(p["batch"]),
                 "--timeout-ms", str(p["timeout_ms"]),
-            ], for_source=balanced if p["flows"] == "balanced" else None)
+            ], for_host=share)
         except BaseException:
             self.stop()
             raise

@@ -449,11 +449,6 @@ class PgbenchHosts:
         return "\n".join(h.launcher.log_tail(h.name, 20) for h in self.hosts)
 
 
-def host_share(clients: int, host: int, hosts: int) -> int:
-    """pgbench connections on host `host` of `hosts`: sizes within one of each other."""
-    return clients * (host + 1) // hosts - clients * host // hosts
-
-
 def check_version(words: str, host: str) -> str | None:
     """None if `pgbench --version`'s answer is one mosbench reads; else why not."""
     m = re.search(r"\(PostgreSQL\) (\d+)", words)

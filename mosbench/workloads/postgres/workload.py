@@ -61,7 +61,6 @@ from mosbench.workloads.postgres.pgbench import (
     Pgbench,
     PgbenchHosts,
     check_version,
-    host_share,
     pgbench_argv,
 )
 from mosbench.workloads.server import flows, netns, ports, remote
@@ -274,7 +273,7 @@ class PostgresInstance(ServerInstance):
         started: list[HostPgbench] = []
         try:
             for i, (master, fact) in enumerate(zip(self.masters, facts, strict=True)):
-                share = host_share(self.clients, i, len(self.masters))
+                share = remote.share(self.clients, i, len(self.masters))
                 if not share:
                     continue
                 cpus = remote.host_cpus(master.host, fact, count)

@@ -85,6 +85,10 @@ def remote_hosts(params: dict[str, Any]) -> tuple[remote.ClientHost, ...]:
     return remote.parse_clients(params.get("client_hosts", ""))
 
 
+# A generator's own arguments for client host i of n sending from an address; None: no share there.
+HostArgs = Callable[[int, int, str], "list[str] | None"]
+
+
 def per_host_cpus(cores: int, params: dict[str, Any], hosts: int) -> int:
     """Each client host's share of a point's generator CPUs (client_cpus per server core, all hosts)."""
     return max(1, math.ceil(client_cores(cores, params) / hosts))
@@ -283,60 +287,49 @@ class ServerInstance(Instance):
         return self._server_rss
 
     def start_client(self, name: str, argv: list[str], files: tuple[Path, ...] = (),
-                     for_source: Callable[[str], list[str]] | None = None,
-                     for_host: Callable[[int, int], list[str]] | None = None,
-                     outputs: tuple[Path, ...] = ()) -> None:
+                     for_host: HostArgs | None = None, outputs: tuple[Path, ...] = ()) -> None:
         """A native load generator (native/loadgen) as the point's client: here, or one on every client
-        host. files: local files the arguments name, taken along; for_source: arguments of its own for a
-        client sending from that address; for_host: arguments of its own for host i of n (here: 0 of 1);
-        outputs: files the arguments name that the generator writes, brought back from every host
-        (RemoteClients.outputs) or written here."""
+        host. files: local files the arguments name, taken along; for_host: each generator's own
+        arguments, for host i of n sending from that source address (here: 0 of 1), None for a host with
+        no share of the work; outputs: files the arguments name that the generator writes, brought back
+        from every host (RemoteClients.outputs) or written here."""
         self.client = self.new_client(name, argv, rate_at(self.ctx.params, len(self.ctx.cpus)), self.ctx.timeout,
-                                      files, for_source, for_host, outputs)
+                                      files, for_host, outputs)
         self.check()
 
     def new_client(self, name: str, argv: list[str], rate: float | None, limit: float, files: tuple[Path, ...] = (),
-                   for_source: Callable[[str], list[str]] | None = None,
-                   for_host: Callable[[int, int], list[str]] | None = None,
-                   outputs: tuple[Path, ...] = ()) -> Client:
+                   for_host: HostArgs | None = None, outputs: tuple[Path, ...] = ()) -> Client:
         """A generator started as start_client's (rate: requests per second in all; limit: its own stop in
         seconds): the point's client, or a brief step's before it (steps.py)."""
         if self.masters:
-            return self._remote_clients(name, argv, files, rate, for_source, for_host, outputs, limit)
+            return self._remote_clients(name, argv, files, rate, for_host, outputs, limit)
         if not self.ctx.loadgen_group:
             raise PointFailed(f"{name} needs a load generator group")
         if rate is not None:
             argv = [*argv, "--rate", f"{rate:.6g}"]
-        if for_source:
-            argv = [*argv, *for_source(self.link.client_addr if self.link else self.host)]
         if for_host:
-            argv = [*argv, *for_host(0, 1)]
+            argv = [*argv, *(for_host(0, 1, self.link.client_addr if self.link else self.host) or [])]
         return LoadGenerator(self.ctx.launcher, name, [*argv, "--host", self.host], self.ctx.loadgen_group,
                              self.ctx.loadgen_cpus, self.ctx.scratch, limit,
                              enter=netns.entering(self.link) if self.link else None)
 
     def _remote_clients(self, name: str, argv: list[str], files: tuple[Path, ...], rate: float | None,
-                        for_source: Callable[[str], list[str]] | None,
-                        for_host: Callable[[int, int], list[str]] | None,
-                        outputs: tuple[Path, ...], limit: float) -> remote.RemoteClients:
+                        for_host: HostArgs | None, outputs: tuple[Path, ...], limit: float) -> remote.RemoteClients:
         ctx = self.ctx
         facts: list[remote.HostFacts] = ctx.run.extra["host_facts"]
         count = per_host_cpus(len(ctx.cpus), ctx.params, len(self.masters))
+        owns: list[list[str] | None] = []
+        for i, fact in enumerate(facts):
+            owns.append(for_host(i, len(facts), flows.route_source(fact.route) or "") if for_host else [])
+        running = sum(own is not None for own in owns)
         args = [*argv[1:], "--host", self.host]
-        if rate is not None:  # the rate is the whole client's: each host sends its share
-            args += ["--rate", f"{rate / len(self.masters):.6g}"]
+        if rate is not None:  # the rate is the whole client's: each running host sends its share
+            args += ["--rate", f"{rate / running:.6g}"]
         generators: list[remote.RemoteGenerator] = []
         try:
-            for i, (master, fact) in enumerate(zip(self.masters, facts, strict=True)):
-                own: list[str] = []
-                if for_source:
-                    source = flows.route_source(fact.route)
-                    if source is None:
-                        raise PointFailed(f"client host {master.host.name}: no source address in its route "
-                                          f"to the server ({fact.route})")
-                    own = for_source(source)
-                if for_host:
-                    own += for_host(i, len(self.masters))
+            for i, (master, fact, own) in enumerate(zip(self.masters, facts, owns, strict=True)):
+                if own is None:
+                    continue
                 generators.append(remote.RemoteGenerator(
                     ctx.launcher, master, ctx.run.group, f"{name}-{i}", Path(argv[0]), [*args, *own],
                     remote.host_cpus(master.host, fact, count), limit, files, outputs))

@@ -189,6 +189,24 @@ def check_host(facts: HostFacts, host: ClientHost, cpus_wanted: int) -> None:
         raise UserError(f"client host {host.name} has no route to the server's address ({facts.route})")
 
 
+def share(total: int, host: int, hosts: int) -> int:
+    """Host `host`'s part of `total` units shared by `hosts`: contiguous, sizes within one of each other."""
+    return total * (host + 1) // hosts - total * host // hosts
+
+
+def slot_share(ports: list[int], per_port: int, host: int, hosts: int) -> tuple[list[int], int] | None:
+    """The ports a host's generator sends to and its contexts (or connections) on each, so that over
+    all hosts every port gets exactly `per_port`: with as many ports as hosts or more each host takes
+    every n-th port whole; with fewer, the hosts on a port share its `per_port`. None: the host has no
+    share (more hosts on a port than it has contexts)."""
+    if len(ports) >= hosts:
+        return ports[host::hosts], per_port
+    port = host % len(ports)
+    sharing = len(range(port, hosts, len(ports)))
+    count = share(per_port, host // len(ports), sharing)
+    return ([ports[port]], count) if count else None
+
+
 def host_cpus(host: ClientHost, facts: HostFacts, count: int) -> tuple[int, ...]:
     """The generator's CPUs on a host: the ones given, else `count` of its online CPUs from the top (a
     host that is also the server's machine, as in tests, keeps clear of the server's from CPU 0)."""
