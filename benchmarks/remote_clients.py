@@ -1,9 +1,10 @@
-"""memcached and Apache driven from client hosts against the same from loopback, side by side.
+"""Server workloads driven from client hosts against the same from loopback, side by side.
 
 Two client hosts (network namespaces with real sshd: tests/clienthosts.py) reach the servers over veth
 and a bridge; the loopback path runs the generator on this machine. Interleaved rounds (loopback
-first in odd rounds, client hosts first in even ones), each a `mosbench run` of memcached and
-apache (per-core, 1 and 2 cores, one trial), then the medians over rounds per path and point:
+first in odd rounds, client hosts first in even ones), each a `mosbench run` of the selections
+(memcached and apache by default; exim, postgres too) at 1 and 2 cores, one trial, then the medians
+over rounds per path and point:
 requests/s per core, the server's CPU µs per request, the client's CPU µs per request (loopback: the
 generator's group; hosts: the generators' own CPU time over the window, summed over hosts), and the
 share of NET_RX softirqs on the server's CPUs.
@@ -12,6 +13,8 @@ On a 2-CPU machine the hosts' generators share CPUs with a 2-core server (their 
 machine's), so the runs allow any interference: the figure to read is CPU per request on each side.
 
     .venv/bin/python benchmarks/remote_clients.py --rounds 3
+    .venv/bin/python benchmarks/remote_clients.py --selections exim,postgres/read-only \
+        --variant tuned,large-cache -p postgres.rows=200000 -p postgres.syscalls=false
 """
 
 from __future__ import annotations
@@ -37,10 +40,11 @@ SELECTIONS = "memcached,apache/close"
 def run(path: str, hosts: ClientHosts, store: Path, args: argparse.Namespace) -> None:
     extra = ["--clients", hosts.clients(), "--server-address", hosts.server_address, "--ssh-config",
              str(hosts.ssh_config)] if path == "client hosts" else []
-    cmd = [str(ROOT / ".venv/bin/mosbench"), "run", *args.selections.split(","), "--variant", "per-core",
+    cmd = [str(ROOT / ".venv/bin/mosbench"), "run", *args.selections.split(","), "--variant", args.variant,
            "--cores", "1,2",
            "--trials", "1", "--warmup", str(args.warmup), "--duration", str(args.duration), "--max-interference",
-           "100", "--store", f"sqlite:///{store}", "--label", path, *extra]
+           "100", "--store", f"sqlite:///{store}", "--label", path, *extra,
+           *(w for p in args.param for w in ("-p", p))]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode:
         sys.exit(f"{path}: mosbench run failed:\n{out.stderr[-3000:]}")
@@ -74,6 +78,10 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=1.0)
     ap.add_argument("--duration", type=float, default=3.0)
     ap.add_argument("--selections", default=SELECTIONS, help=f"what to run (default {SELECTIONS})")
+    ap.add_argument("--variant", default="per-core",
+                    help="variants, comma-separated, of every selection (default per-core; exim: tuned, "
+                         "postgres: large-cache)")
+    ap.add_argument("--param", "-p", action="append", default=[], help="a -p passed to every run")
     ap.add_argument("--store", type=Path, help="keep the runs in this SQLite file (default: a temporary one)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d, ClientHosts(2) as hosts:
@@ -84,8 +92,8 @@ def main() -> None:
                 print(f"round {r + 1}: {path}", flush=True)
                 run(path, hosts, store, args)
         found = figures(store)
-    print(f"\nmedians of {args.rounds} interleaved rounds, per-core variants, server CPU from its cgroup")
-    print(f"{'workload':10} {'cores':>5} {'path':13} {'req/s/core':>11} {'server µs/req':>14} {'client µs/req':>14} "
+    print(f"\nmedians of {args.rounds} interleaved rounds, variants {args.variant}, server CPU from its cgroup")
+    print(f"{'workload':10} {'cores':>5} {'path':13} {'unit/s/core':>11} {'server µs/unit':>14} {'client µs/unit':>14} "
           f"{'NET_RX on server CPUs':>22} {'NET_RX/req':>11}")
     for (label, workload, cores), rows in sorted(found.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
         med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
