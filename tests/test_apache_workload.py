@@ -100,4 +100,8 @@ def test_the_baseline_offers_a_tenth_to_all_of_the_maximum_at_one_core_only(tmp_
     assert [s["rate"] for s in m["baseline"]] == pytest.approx([top * k / 10 for k in range(1, 11)])
     light = m["baseline"][0]
     # A handful of requests are due in so short a step: one either side of the window is a large share.
-    assert light["schedule_kept"] == pytest.approx(1.0, abs=0.25) and light["server_us_per_kilobyte"] > 0
+    assert light["schedule_kept"] == pytest.approx(1.0, abs=0.25)
+    # /proc/stat counts in 10 ms ticks: the lightest step's few ms of server CPU may round to none, the
+    # full rate's may not.
+    assert all(s["server_us_per_kilobyte"] is not None for s in m["baseline"])
+    assert m["baseline"][-1]["server_us_per_kilobyte"] > 0
