@@ -32,6 +32,7 @@ from mosbench import native
 from mosbench.errors import PointFailed, UserError
 from mosbench.workloads.base import Instance, Param, PointContext, PointNote, Sample, Variant, open_path_to
 from mosbench.workloads.server.base import ServerInstance, ServerWorkload
+from mosbench.workloads.server.loadgen import LoadGenerator
 from mosbench.workloads.server.remote import RemoteClients, share
 from mosbench.workloads.server.servers import Server
 
@@ -175,6 +176,7 @@ def _exim_uid() -> tuple[int, int]:
 
 
 class EximInstance(ServerInstance):
+    client: LoadGenerator | RemoteClients | None
     def __init__(self, ctx: PointContext):
         super().__init__(ctx, 1)
         self.root = ctx.scratch / "exim"
@@ -246,18 +248,15 @@ class EximInstance(ServerInstance):
         self._window.append(self._accepted_delivered())
 
     def _ledger(self) -> dict[str, Any] | None:
-        """The client's ledger (every host's, from client hosts); None if it wrote none (it never ran)."""
-        if isinstance(self.client, RemoteClients):
-            texts = self.client.outputs(self.ledger_path)
-            if len(texts) < len(self.client.generators):
-                return None
-            try:
-                return merge_ledgers(texts)
-            except (ValueError, KeyError):
-                raise PointFailed("a client host's ledger came back unreadable") from None
-        if self.client and self.ledger_path.exists():
-            return json.loads(self.ledger_path.read_text())
-        return None
+        """The client's ledger (every host's, from client hosts); None if a generator wrote none (it
+        never ran)."""
+        texts = self.client.outputs(self.ledger_path) if self.client else [None]
+        if None in texts:
+            return None
+        try:
+            return merge_ledgers([t for t in texts if t is not None])
+        except (ValueError, KeyError):
+            raise PointFailed("the client's ledger is unreadable") from None
 
     def window_work(self) -> float | None:
         # Work is deliveries, sampled from Exim's log here, whoever the client is.

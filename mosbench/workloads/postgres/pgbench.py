@@ -32,6 +32,7 @@ import numpy as np
 from mosbench import cpulist
 from mosbench.errors import PointFailed
 from mosbench.launch.processes import Launcher, how_it_ended
+from mosbench.machine import accounting
 from mosbench.machine.accounting import parse_proc_stat
 from mosbench.machine.isolation import Group
 from mosbench.workloads.base import PointContext
@@ -304,7 +305,7 @@ class Stamp:
 
     real_ns: int
     cpu_s: float
-    cpus: dict[int, Any]
+    cpus: dict[int, accounting.CpuTimes]
 
     @staticmethod
     def parse(words: list[str]) -> Stamp:
@@ -355,7 +356,6 @@ class PgbenchHosts:
     def __init__(self, hosts: list[HostPgbench], batch: int):
         self.hosts = hosts
         self.batch = batch
-        self.proc = hosts[0].proc
         self.opened: float | None = None
         self.closed: float | None = None
         self.transactions = Transactions.of([])
@@ -365,16 +365,14 @@ class PgbenchHosts:
         return sum(h.progress.transactions() for h in self.hosts) * self.batch
 
     def set_phase(self, phase: int) -> None:
-        """Every host told first, the replies read after (as RemoteClients does)."""
-        command, kind = {WINDOW: ("w", "W"), AFTER: ("a", "A")}[phase]
         if phase == WINDOW:
             self.opened = time.time()
-        for h in self.hosts:
-            h.send(command)
+        kind = remote.PHASE_COMMANDS[phase][1]
+        replies = remote.tell_all(self.hosts, *remote.PHASE_COMMANDS[phase])
         if phase == AFTER:
             self.closed = time.time()
-        for h in self.hosts:
-            h.stamps[kind] = Stamp.parse(h.expect(kind).words)
+        for h, reply in zip(self.hosts, replies, strict=True):
+            h.stamps[kind] = Stamp.parse(reply.words)
 
     def ended(self) -> bool:
         return any(h.ended() for h in self.hosts)
@@ -429,13 +427,9 @@ class PgbenchHosts:
         done = round(queries_between(tx.ends, tx.latencies, self.opened, self.closed, self.batch))
         busy = None
         if w and a:
-            idle = busy_s = 0.0
-            for cpu in h.cpus:
-                if cpu in w.cpus and cpu in a.cpus:
-                    d = a.cpus[cpu] - w.cpus[cpu]
-                    busy_s += d.user + d.nice + d.system + d.irq + d.softirq
-                    idle += d.idle + d.iowait
-            busy = busy_s / (busy_s + idle) if busy_s + idle > 0 else None
+            # As control.c reckons a native generator's: steal is neither busy nor idle.
+            u = accounting.usage(w.cpus, a.cpus, h.cpus)
+            busy = (u.user + u.system) / (u.user + u.system + u.idle) if u.user + u.system + u.idle > 0 else None
         latency = {k: int(v) for k, v in tx.latency_ns(self.opened, self.closed).items()}
         return remote.HostResult(
             h.host, {"sent": done, "done": done, "lost": 0, "errors": 0}, latency, len(h.cpus),

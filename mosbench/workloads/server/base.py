@@ -116,8 +116,6 @@ class ServerWorkload(Workload):
 
     # Whether the server also binds its port for UDP (memcached), so a free one must be free for both.
     binds_udp = False
-    # Whether its client can run on client hosts (its generator keeps nothing there the harness must read).
-    remote_clients = True
     # Whether its generator takes chosen source ports (-p flows=balanced).
     balances_flows = False
 
@@ -181,9 +179,6 @@ class ServerWorkload(Workload):
         if params["ssh_config"] and not Path(params["ssh_config"]).is_file():
             raise UserError(f"--ssh-config {params['ssh_config']}: no such file")
         if remote_hosts(params):
-            if not self.remote_clients:
-                raise UserError(f"{self.name} cannot drive its server from client hosts yet: its client keeps "
-                                "what the run checks on this machine (run it without --clients)")
             if params["net"] != "loopback":
                 raise UserError("--clients and -p net=veth are two client paths: give one")
             if not params["server_address"] or params["server_address"].startswith("127."):

@@ -40,7 +40,6 @@ class Client(Protocol):
     """A server point's client, as the point drives and measures it."""
 
     name: str
-    proc: subprocess.Popen
 
     def done(self) -> float:
         """Units of work answered so far (cumulative: samples are differences)."""
@@ -139,6 +138,10 @@ class LoadGenerator:
                 self._map.close()
                 self._map = None
         return self._result
+
+    def outputs(self, path: Path) -> list[str | None]:
+        """What it wrote to `path`, a file its arguments name (after stop()); None if it wrote nothing."""
+        return [path.read_text() if path.exists() else None]
 
     def logs(self) -> str:
         return self.launcher.log_tail(self.name, 50)

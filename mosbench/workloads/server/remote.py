@@ -26,6 +26,7 @@ import shlex
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,8 @@ CLOCK_SKEW_NOTE_S = 0.5
 # Hosts whose windows opened further apart than this did not measure the same interval.
 WINDOW_SPREAD_NOTE_S = 0.05
 COMMAND_TIMEOUT = 10.0
+# The window's ends as commands to a host and the kind of its reply.
+PHASE_COMMANDS = {WINDOW: ("w", "W"), AFTER: ("a", "A")}
 # A generator's result figures beside COUNTERS that are counts: every host's add up (httpload's answers
 # judged good and tolerable, the connections, contexts or sessions each opened).
 ADDED = ("good", "tolerable", "connections", "contexts", "sessions")
@@ -377,19 +380,14 @@ class RemoteSession:
         self.send(command)
         return self.expect(kind)
 
-    def _clock_offset(self, probes: int = 7) -> tuple[float, float]:
-        """The host's realtime clock minus ours, from the probe with the shortest round trip (NTP's
-        rule), and its uncertainty: half that round trip."""
-        best: tuple[float, float] | None = None
-        for _ in range(probes):
-            sent_real, sent = time.time(), time.monotonic()
+    def _clock_offset(self) -> tuple[float, float]:
+        def read_clock() -> tuple[int, float]:
             reply = self.ask("t", "T")
-            rtt = reply.at - sent
-            offset = int(reply.words[0]) / 1e9 - (sent_real + rtt / 2)
-            if best is None or rtt / 2 < best[1]:
-                best = (offset, rtt / 2)
-        assert best is not None
-        return best
+            return int(reply.words[0]), reply.at
+
+        offset = clock_offset(read_clock)
+        assert offset is not None  # ask() raises rather than answer nothing
+        return offset
 
     def failure(self) -> str:
         if self.failure_words:
@@ -520,7 +518,6 @@ class RemoteClients:
     def __init__(self, name: str, generators: list[RemoteGenerator]):
         self.name = name
         self.generators = generators
-        self.proc = generators[0].proc
         self._result: dict[str, Any] | None = None
 
     def counters(self) -> dict[str, int]:
@@ -533,18 +530,13 @@ class RemoteClients:
     def done(self) -> float:
         return float(self.counters()["done"])
 
-    def outputs(self, path: Path) -> list[str]:
-        """What every host's generator wrote to its copy of `path`, in host order (after stop())."""
-        return [g.outputs[path] for g in self.generators if path in g.outputs]
+    def outputs(self, path: Path) -> list[str | None]:
+        """What every host's generator wrote to its copy of `path`, in host order (after stop()); None
+        for a host whose generator wrote nothing."""
+        return [g.outputs.get(path) for g in self.generators]
 
     def set_phase(self, phase: int) -> None:
-        """Every host told first, the replies read after, so the windows open within one send of each
-        other rather than one round trip."""
-        command, kind = {WINDOW: ("w", "W"), AFTER: ("a", "A")}[phase]
-        for g in self.generators:
-            g.send(command)
-        for g in self.generators:
-            g.expect(kind)
+        tell_all(self.generators, *PHASE_COMMANDS[phase])
 
     def check(self) -> None:
         for g in self.generators:
@@ -574,6 +566,32 @@ def host_notes(metrics: dict[str, Any]) -> list[str]:
     return notes
 
 
+def clock_offset(read_clock: Callable[[], tuple[int, float] | None], probes: int = 7) -> tuple[float, float] | None:
+    """A host's realtime clock minus ours, from the read with the shortest round trip (NTP's rule), and
+    its uncertainty: half that round trip. read_clock asks once and returns the host's clock (ns) and our
+    monotonic time its answer came, or None if none came; None if no read was answered."""
+    best: tuple[float, float] | None = None
+    for _ in range(probes):
+        sent_real, sent = time.time(), time.monotonic()
+        answer = read_clock()
+        if answer is None:
+            break
+        host_ns, at = answer
+        half = (at - sent) / 2
+        offset = host_ns / 1e9 - (sent_real + half)
+        if best is None or half < best[1]:
+            best = (offset, half)
+    return best
+
+
+def tell_all(sessions: Sequence[RemoteSession], command: str, kind: str) -> list[Reply]:
+    """Every host told first, the replies read after, so the hosts act within one send of each other
+    rather than one round trip."""
+    for s in sessions:
+        s.send(command)
+    return [s.expect(kind) for s in sessions]
+
+
 def clock_offset_over_ssh(host: ClientHost, config: str, probes: int = 7) -> tuple[float, float]:
     """The host's clock minus ours and its uncertainty, from one session answering `probes` reads of its
     clock (the shortest round trip wins, as in NTP): no connection set-up inside a measured trip."""
@@ -581,19 +599,16 @@ def clock_offset_over_ssh(host: ClientHost, config: str, probes: int = 7) -> tup
     proc = subprocess.Popen([*ssh_base(config), host.name, script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     assert proc.stdin is not None and proc.stdout is not None
-    best: tuple[float, float] | None = None
+    stdin, stdout = proc.stdin, proc.stdout
+
+    def read_clock() -> tuple[int, float] | None:
+        stdin.write("\n")
+        stdin.flush()
+        line = stdout.readline()
+        return (int(line), time.monotonic()) if line.strip() else None
+
     try:
-        for _ in range(probes):
-            sent_real, sent = time.time(), time.monotonic()
-            proc.stdin.write("\n")
-            proc.stdin.flush()
-            line = proc.stdout.readline()
-            if not line.strip():
-                break
-            half = (time.monotonic() - sent) / 2
-            offset = int(line) / 1e9 - (sent_real + half)
-            if best is None or half < best[1]:
-                best = (offset, half)
+        best = clock_offset(read_clock, probes)
     finally:
         proc.kill()
         proc.wait()
