@@ -226,7 +226,8 @@ def list_cmd(names: tuple[str, ...]) -> None:
             console.print(f"  paper: {w.paper}")
         console.print("  variants: " + "; ".join(f"{v.name} ({v.description})" for v in w.variants))
         for p in w.params:
-            console.print(f"  -p {p.name}={p.default}{' ' + p.unit if p.unit else ''}: {p.help}")
+            value = "auto" if p.default is None else f"{p.default}{' ' + p.unit if p.unit else ''}"
+            console.print(f"  -p {p.name}={value}: {p.help}")
         tests = w.tests()
         if tests and tests[0].name:
             t = Table(show_header=False, box=None, padding=(0, 2))
@@ -419,7 +420,7 @@ def model() -> None:
 @click.option("--cores", "up_to", type=click.IntRange(2, 1 << 16), default=256, show_default=True,
               help="Extrapolate to this many cores.")
 @click.option("--a", "a_ns", type=click.FloatRange(min=0, min_open=True),
-              help="ns outside the lock per acquisition (default: the run's par_ns; with --s, scale's default).")
+              help="ns outside the lock per acquisition (default: the run's par_ns; with --s, the talk's 9800).")
 @click.option("--s", "s_ns", type=click.FloatRange(min=0, min_open=True),
               help="ns inside the lock: with --c, model without measurements.")
 @click.option("--c", "c_ns", type=click.FloatRange(min=0), help="ns of handoff per waiting core.")

@@ -56,3 +56,32 @@ def test_model_without_measurements_and_its_errors(tmp_path):
     assert half.returncode == 2 and "--s and --c together" in half.stderr
     empty = mosbench("model", "lock", "--store", str(tmp_path / "none.sqlite"))
     assert empty.returncode == 2 and "no run" in empty.stderr
+
+
+@pytest.mark.parametrize(("max_cores", "par_ns"), [(1, 200), (2, 200), (3, 200), (4, 200), (16, 1400),
+                                                   (64, 6200), (256, 25400)])
+def test_the_lock_saturates_near_half_the_runs_cores(max_cores, par_ns):
+    from mosbench.workloads.scale import lock_par_ns
+
+    assert lock_par_ns(200, max_cores) == par_ns
+    # n cores keep the lock busy once n · cs_ns covers one core's loop (par_ns + cs_ns).
+    assert (par_ns + 200) / 200 == max(2, max_cores // 2)
+    assert lock_par_ns(0, max_cores) == 1  # never 0: the model divides by it
+
+
+def test_the_plan_stores_the_contention_it_chose_and_keeps_a_given_one(load_topology):
+    from mosbench.run import start
+    from mosbench.workloads.scale import lock_par_ns
+
+    big = load_topology("4x64-smt2")
+
+    def planned(*params: str):
+        req = start.Request(["scale/lock"], "1..max", None, 1, 0.1, 0.1, 1.0, "pack", "affinity", list(params),
+                            None, 0.02, 0)
+        return start.new_plan(req, big)
+
+    chosen = planned()
+    assert max(chosen.cores) >= 128
+    assert chosen.params["scale"]["par_ns"] == lock_par_ns(200, max(chosen.cores)) > 9800
+    assert planned("par_ns=9800").params["scale"]["par_ns"] == 9800
+    assert planned("cs_ns=100").params["scale"]["par_ns"] == lock_par_ns(100, max(chosen.cores))

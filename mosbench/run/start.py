@@ -40,11 +40,15 @@ class Request:
 
 def new_plan(req: Request, topo: Topology) -> Plan:
     chosen = plan.resolve_selections(req.selections)
+    cores = placing.parse_core_counts(req.cores, topo, req.placement)
+    params = plan.resolve_params(chosen, req.params)
+    for wname, values in params.items():
+        workloads.get(wname).fill_params(values, max(cores))
     the_plan = Plan(
         selections=chosen, variants=plan.resolve_variants(chosen, req.variants),
-        cores=placing.parse_core_counts(req.cores, topo, req.placement), trials=req.trials, warmup=req.warmup,
+        cores=cores, trials=req.trials, warmup=req.warmup,
         duration=req.duration, interval=req.interval, placement=req.placement, isolation=req.isolation,
-        params=plan.resolve_params(chosen, req.params), profile=plan.resolve_profile(chosen, req.profiling),
+        params=params, profile=plan.resolve_profile(chosen, req.profiling),
         max_interference=req.max_interference, retry_interfered=req.retry_interfered,
         trials_max=req.trials_max, precision=req.precision,
     )

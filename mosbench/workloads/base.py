@@ -32,13 +32,14 @@ from mosbench.machine.isolation import Group
 @dataclass(frozen=True)
 class Param:
     name: str
-    default: Any
+    default: Any  # None: chosen for each run by the workload's fill_params (shown as "auto")
     help: str
     unit: str = ""
+    kind: type | None = None  # the value's type where the default (None) cannot say it
 
     def parse(self, text: str) -> Any:
         """The value of `-p name=text` in the default's type; ValueError for text that is not one."""
-        kind = type(self.default)
+        kind = self.kind or type(self.default)
         if kind is bool:
             word = text.strip().lower()
             if word in ("1", "true", "yes", "on"):
@@ -239,6 +240,10 @@ class Workload(ABC):
 
     def check_params(self, params: dict[str, Any]) -> None:
         """Raises UserError for parameters that cannot work (a missing input file), before a run exists."""
+
+    def fill_params(self, params: dict[str, Any], max_cores: int) -> None:
+        """Sets the parameters left to the run (default None) from the most cores it will use, in place,
+        so the stored plan holds the values every point used."""
 
     def check_cores(self, params: dict[str, Any], cores: int) -> None:
         """Raises UserError where this machine cannot hold a point on `cores` CPUs (memory, limits)."""
