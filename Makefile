@@ -4,8 +4,11 @@ PY      := .venv/bin/python
 MOSBENCH := .venv/bin/mosbench
 QUICK_TESTS := getppid1 page_fault1 mmap1 open1 context_switch1 dup1
 QUICK   := $(addprefix micro/,$(QUICK_TESTS))
+# libscale's counter (4.3), lock, false sharing (4.6) and the talk's tree and ranges: 56 of its 100 points at
+# 1..2 cores (`make bench-libscale` races every structure, the per-core tables of 4.4 and 4.5 among them).
+QUICK_SCALE := $(addprefix scale/,counter lock falseshare tree ranges samerange)
 
-.PHONY: bench test test-manycore bisect-demo ab-rt deps native lint bench-overhead bench-libscale bench-commute bench-syscalls bench-profile bench-harness-scale bench-trials-auto clean
+.PHONY: bench test test-manycore check-manycore manycore-kit bisect-demo ab-rt deps native lint bench-overhead bench-libscale bench-commute bench-syscalls bench-profile bench-harness-scale bench-trials-auto clean
 deps:
 	bash scripts/install-deps
 
@@ -13,7 +16,7 @@ native: deps
 	$(MAKE) -C native
 
 # The quick suite: six kernel paths (dup1 profiled: perf's samples, its kernel lock contention and the
-# verdict that threads sharing one descriptor table contend on its lock), every libscale structure,
+# verdict that threads sharing one descriptor table contend on its lock), six libscale structures,
 # the Metis inverted index, pedsort over the Linux tree's arch/ (the whole tree is psearchy's
 # default), the kernel's security/keys/ built by gmake, memcached both ways, Apache with a connection
 # per request, Exim both ways and PostgreSQL's read-only test with both caches, 1..max cores, two
@@ -25,7 +28,7 @@ native: deps
 # Exim is not installed where another mail server is (scripts/install-deps says so): the suite goes on without it.
 # Asked when the recipe runs, not when make reads this file: `deps` may have just installed it.
 bench: native
-	$(MOSBENCH) run $(QUICK) scale commute/open-open/diffname-threads commute/mmap-munmap/disjoint-ranges metis/invindex psearchy gmake memcached apache/close \
+	$(MOSBENCH) run $(QUICK) $(QUICK_SCALE) commute/open-open/diffname-threads commute/mmap-munmap/disjoint-ranges metis/invindex psearchy gmake memcached apache/close \
 		apache/files $$(test -x /usr/sbin/exim4 && echo exim) postgres/read-only \
 		-p psearchy.subdir=arch -p gmake.targets=security/keys/ -p apache.dirs=1 -p apache.qos_step_s=0.3 \
 		--profile micro/dup1 \
@@ -71,6 +74,16 @@ lint: deps
 test: native lint
 	$(MAKE) -C native test
 	$(PY) -m pytest -q
+
+# The many-core check (docs/MANYCORE.md): what a lent machine of 8 or more CPUs can tell in 7 minutes, as one
+# archive and a one-page summary under results/manycore. WIS= a directory of built will-it-scale programs.
+check-manycore: native
+	$(PY) scripts/check_manycore.py --out results/manycore $(if $(WIS),--wis $(WIS))
+
+# What such a machine lacks (SQLAlchemy's wheels for its Python, liburcu, libdb, the native programs), for
+# scripts/check_manycore.py --kit manycore-kit on it.
+manycore-kit: native
+	bash scripts/make-manycore-kit
 
 # The many-core guest (docs/MANYCORE.md): 64 vCPUs, 4 sockets, 4 NUMA nodes under QEMU. Every workload at
 # every core count, both isolations and placements, on a cgroup v2 kernel line; the CI suite on a v1 line.

@@ -8,6 +8,7 @@ import os
 import shlex
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import click
@@ -62,9 +63,10 @@ class PipeSafe(io.TextIOBase):
 
 stdout = PipeSafe(sys.stdout)
 stderr = PipeSafe(sys.stderr)
-# soft_wrap: a line in a log or a pipe is one line, however long, never folded at 80 columns.
-console = Console(file=stdout, soft_wrap=True)
-err_console = Console(file=stderr, soft_wrap=True)
+# soft_wrap: a line in a log or a pipe is one line, however long, never folded at 80 columns. No markup and no
+# emoji codes: what a user typed (a label, a path, ":abc:") is printed as typed.
+console = Console(file=stdout, soft_wrap=True, emoji=False, markup=False)
+err_console = Console(file=stderr, soft_wrap=True, emoji=False, markup=False)
 
 EXIT_POINTS_FAILED = 3
 EXIT_INTERRUPTED = 130
@@ -76,7 +78,7 @@ store_option = click.option("--store", "store_url", envvar="MOSBENCH_STORE", def
 
 def _table_console() -> Console:
     """Piped output has no width to fit: give tables room rather than cut numbers."""
-    return console if stdout.isatty() else Console(file=stdout, width=160)
+    return console if stdout.isatty() else Console(file=stdout, width=160, emoji=False, markup=False)
 
 
 class FiniteFloat(click.ParamType):
@@ -221,7 +223,7 @@ def list_cmd(names: tuple[str, ...]) -> None:
     # Every name is looked up before anything is printed: an unknown one is the only line.
     chosen = [workloads.get(n) for n in dict.fromkeys(names)] if names else workloads.all_workloads()
     for w in chosen:
-        console.print(f"[bold]{w.name}[/bold]: {w.description} (unit: {w.unit}, {w.kind})")
+        console.print(Text.assemble((w.name, "bold"), f": {w.description} (unit: {w.unit}, {w.kind})"))
         if w.paper:
             console.print(f"  paper: {w.paper}")
         console.print("  variants: " + "; ".join(f"{v.name} ({v.description})" for v in w.variants))
@@ -292,6 +294,17 @@ def show(run_ref, store_url) -> None:
     console.print(table.render(rows.verdict_table(verdict.judge_all(curves, found_profiles))))
 
 
+def _check_writable(output: Path) -> None:
+    """Where a report goes is checked before a figure is drawn: its folder made (and the figures' beside
+    it) and a file written there, or one line saying why not."""
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=output.parent, prefix=f".{output.name}."):
+            pass
+    except OSError as e:
+        raise UserError(f"cannot write the report to {output}: {e.strerror or e}") from None
+
+
 @cli.command()
 @click.argument("run_refs", nargs=-1)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("report/report.html"),
@@ -301,7 +314,7 @@ def report(run_refs, output: Path, store_url) -> None:
     """HTML report of one run, or of several compared (figures also as PNG and SVG beside it)."""
     from mosbench.report import html
 
-    output.parent.mkdir(parents=True, exist_ok=True)
+    _check_writable(output)
     path = html.write(store.Store(store_url), list(run_refs) or ["latest"], output)
     console.print(f"wrote {path} (figures in {path.parent / (path.stem + '_files')})")
 

@@ -116,3 +116,43 @@ def test_server_parameters_are_refused_with_their_range(tmp_path):
     assert "apache port 65535: 2 cores need ports 65535..65536, past 65535" in line
     line = refused(tmp_path, "run", "apache", "-p", "client_cpus=65")
     assert "apache client_cpus must be above 0 and at most 64, not 65" in line
+
+
+MARKUP = "[bold]x[/] :abc:"
+
+
+@pytest.mark.parametrize("args,message", [
+    (["run", "micro/getppid1", "--trials", "auto:abc"], "--trials auto:abc: expected"),
+    (["run", "micro/getppid1", "-p", f"fsdir=/nonexistent/{MARKUP}"], f"/nonexistent/{MARKUP} is not a directory"),
+    (["run", "micro/getppid1", "-p", f"micro.{MARKUP}=1"], f"{MARKUP}"),
+    (["report", "1", "-o", f"/proc/{MARKUP}/r.html"], f"cannot write the report to /proc/{MARKUP}/r.html"),
+    (["report", "1", "-o", "/proc/nope.html"], "cannot write the report to /proc/nope.html"),
+    (["report", "1", "-o", "/tmp"], "'/tmp' is a directory"),
+])
+def test_what_a_user_typed_is_printed_as_typed(tmp_path, args, message):
+    """Rich reads "[bold]" as markup and ":abc:" as an emoji code unless told not to: neither may happen to
+    a label, a parameter, a path."""
+    r = mosbench(*args, "--store", str(tmp_path / "s.sqlite"))
+    assert r.returncode == 2 and message in r.stderr, r.stderr
+    assert "🔤" not in r.stderr
+
+
+@needs_native
+def test_a_label_is_shown_as_typed(tmp_path):
+    db = str(tmp_path / "s.sqlite")
+    r = mosbench("run", "micro/getppid1", "--variant", "procs", "--cores", "1", "--trials", "1", "--warmup", "0",
+                 "--duration", "0.2", "--label", MARKUP, "--store", db)
+    assert r.returncode == 0, r.stderr
+    listed = mosbench("runs", "--store", db).stdout + mosbench("show", "1", "--store", db).stdout
+    assert MARKUP in listed and "🔤" not in listed
+
+
+@needs_native
+@pytest.mark.parametrize("args,message", [
+    (["run", "apache/baseline", "--cores", "2"],
+     "apache/baseline has no point at cores 2: it is measured at 1 core only"),
+    (["run", "commute/open-open/diffname-threads", "--variant", "pair", "--cores", "1"],
+     "commute/open-open/diffname-threads has no point at cores 1: it is measured from 2 cores on"),
+])
+def test_a_selection_with_no_point_is_refused(tmp_path, args, message):
+    _refused(tmp_path, args, message)

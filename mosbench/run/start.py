@@ -76,9 +76,39 @@ def validate(the_plan: Plan, topo: Topology) -> None:
         w.check_params(params)
         w.check_cores(params, max(the_plan.cores))
     placing.parse_core_counts(",".join(map(str, the_plan.cores)), topo, the_plan.placement)
+    refuse_empty_selections(the_plan)
     preflight(the_plan.isolation)
     if the_plan.profile and (why := profiler.unavailable()):
         raise UserError(f"--profile: {why}")
+
+
+def refuse_empty_selections(the_plan: Plan) -> None:
+    """A selection with no point at the asked core counts (apache/baseline is measured at one core only)
+    would make a run that measures nothing: refused, saying where it has points."""
+    measured = {(k.workload, k.test) for k in the_plan.points()}
+    for w, t in the_plan.selections:
+        if (w, t) in measured:
+            continue
+        wl = workloads.get(w)
+        variants = [v for v in the_plan.variants.get(w, []) if v in wl.variants_for(t)]
+        name = f"{w}/{t}" if t else w
+        if not variants:
+            continue  # resolve_variants has refused it already, with its reason
+        probe = range(1, max(the_plan.cores) + 3)
+        where = sorted({n for n in probe for v in variants if wl.measures(t, v, n)})
+        if not where:
+            at = "it is measured at no core count"
+        elif where[-1] == probe[-1]:
+            at = f"it is measured from {where[0]} cores on"
+        else:
+            at = f"it is measured at {_counts(where)} only"
+        raise UserError(f"{name} has no point at cores {','.join(map(str, the_plan.cores))}: {at}")
+
+
+def _counts(cores: list[int]) -> str:
+    if len(cores) == 1:
+        return f"{cores[0]} core" + ("s" if cores[0] != 1 else "")
+    return "cores " + ",".join(map(str, cores))
 
 
 def create(db: Store, the_plan: Plan, topo: Topology, command: str, label: str | None) -> int:

@@ -92,7 +92,7 @@ class Sweep:
         self.store = store
         self.plan = plan
         self.topo = topo
-        self.console = console or Console(stderr=True)
+        self.console = console or Console(stderr=True, emoji=False, markup=False)
         self.cache = cache or cache_root()
         self.workloads: dict[str, Workload] = {w: workloads.get(w) for w, _ in plan.selections}
 
