@@ -83,6 +83,17 @@ def test_without_profiles_the_class_stands_and_the_verdict_asks_for_them():
     assert v.category == "kernel" and "run with --profile" in v.cause and v.confidence != "high"
 
 
+def test_where_the_machine_had_no_perf_the_advice_says_so():
+    """--profile cannot run where perf is missing: the advice names what is missing instead."""
+    series = analysis.build_series([{k: v for k, v in p.items() if k != "profile"} for p in CASES])
+    advice = verdict.profile_advice({"tools": {"gcc": "gcc 13", "perf": None}})
+    assert "perf was not installed" in advice and "linux-perf" in advice
+    assert verdict.profile_advice({"tools": {"perf": "perf version 6.1"}}) == verdict.RUN_WITH_PROFILE
+    assert verdict.profile_advice({}) == verdict.RUN_WITH_PROFILE  # a store older than the tools' record
+    v = next(v for v in verdict.judge_all(series, {}, advice) if (v.name, v.variant) == ("micro/dup1", "threads"))
+    assert advice in v.cause and "--profile" not in v.cause
+
+
 def _cells(per_core, **parts_by_cores):
     """Points at 1 and 2 cores (two trials each) with the given seconds per part."""
     pts = []

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from mosbench.analysis.cells import Cell, Series
 from mosbench.analysis.profiles import KERNEL, Profile, growth
@@ -195,8 +196,22 @@ def _profiled_lock_site(high: Profile, lock_function: str) -> tuple[str, list[st
     return (f"a lock taken in {_bare(outward[0])}" if outward else "a kernel lock"), said
 
 
-def judge(s: Series, profiles: dict[int, Profile] | None = None, client_bound: bool | None = None) -> Verdict:
-    """The verdict on one curve from its cells (and its profiles by core count, where recorded)."""
+RUN_WITH_PROFILE = "run with --profile"
+
+
+def profile_advice(environment: dict[str, Any]) -> str:
+    """What a reader should do for a profile, given the measured machine: --profile, or first perf where that
+    machine had none (advice to run --profile there would only meet its refusal)."""
+    tools = environment.get("tools") or {}
+    if "perf" in tools and tools["perf"] is None:
+        return "perf was not installed on the measured machine (Debian: linux-perf; Ubuntu: linux-tools-generic)"
+    return RUN_WITH_PROFILE
+
+
+def judge(s: Series, profiles: dict[int, Profile] | None = None, client_bound: bool | None = None,
+          no_profile: str = RUN_WITH_PROFILE) -> Verdict:
+    """The verdict on one curve from its cells (and its profiles by core count, where recorded); no_profile
+    is the advice where a profile would have said where (profile_advice)."""
     cells = s.ok_cells()
     if len(cells) < 2:
         return Verdict(s.name, s.variant, cells[0].cores if cells else 0, cells[0].cores if cells else 0, "unknown",
@@ -222,7 +237,7 @@ def judge(s: Series, profiles: dict[int, Profile] | None = None, client_bound: b
     low_p = profiles.get(lo.cores) if profiles else None
     high_p = profiles.get(hi.cores) if profiles else None
     grew = growth(low_p, high_p, top=20) if low_p and high_p else []
-    category, cause, agrees = _explain(main, grown, grew, low_p, high_p, client_bound, evidence)
+    category, cause, agrees = _explain(main, grown, grew, low_p, high_p, client_bound, evidence, no_profile)
     score = (share >= DOMINANT) + agrees + separated
     if not separated:
         evidence.append("the trials at the two core counts overlap: noise may be part of the difference")
@@ -231,7 +246,7 @@ def judge(s: Series, profiles: dict[int, Profile] | None = None, client_bound: b
 
 
 def _explain(main: str, grown: dict[str, float], grew: list, low_p: Profile | None, high_p: Profile | None,
-             client_bound: bool | None, evidence: list[str]) -> tuple[str, str, bool]:
+             client_bound: bool | None, evidence: list[str], no_profile: str) -> tuple[str, str, bool]:
     """(category, cause, whether the profile agrees with the main part)."""
     positive = [g for g in grew if g.change_us > 0]
     if positive:
@@ -251,7 +266,7 @@ def _explain(main: str, grown: dict[str, float], grew: list, low_p: Profile | No
     if main == "system":
         if not kernel_grew or high_p is None:
             return "kernel", f"system time per unit grew {_fmt(grown['system'])} (no profile to say where: " \
-                             "run with --profile)", False
+                             f"{no_profile})", False
         lock_fn, via_lock = _kernel_time_under_user_locks(low_p, high_p)
         if lock_fn and via_lock >= STANDS_OUT * grown["system"]:
             evidence.append(f"profile: {_fmt(via_lock)} more kernel time per unit under {lock_fn} (the futex calls "
@@ -269,7 +284,7 @@ def _explain(main: str, grown: dict[str, float], grew: list, low_p: Profile | No
     # user
     if not user_grew:
         return "application", f"user time per unit grew {_fmt(grown['user'])} (no profile to say where: " \
-                              "run with --profile)", False
+                              f"{no_profile})", False
     top = user_grew[0]
     share = top.change_us / max(sum(g.change_us for g in user_grew), 1e-12)
     if share < STANDS_OUT:
@@ -320,12 +335,13 @@ def _idle(grown, kernel_grew, user_grew, low_p, high_p, client_bound, evidence) 
                            "wait or too little load", False
 
 
-def judge_all(series: list[Series], profiles: dict[tuple[str, str, str], dict[int, Profile]]) -> list[Verdict]:
+def judge_all(series: list[Series], profiles: dict[tuple[str, str, str], dict[int, Profile]],
+              no_profile: str = RUN_WITH_PROFILE) -> list[Verdict]:
     """A verdict for every curve; profiles by (workload, test, variant) as the series name them."""
     out = []
     for s in series:
         cells = s.ok_cells()
         judged = [t.metrics for t in (cells[-1].trials if cells else []) if "client_bound" in t.metrics]
         bound = sum(bool(m["client_bound"]) for m in judged) > len(judged) / 2 if judged else None
-        out.append(judge(s, profiles.get((s.workload, s.test, s.variant)), bound))
+        out.append(judge(s, profiles.get((s.workload, s.test, s.variant)), bound, no_profile))
     return out

@@ -64,6 +64,7 @@ class _SectionJob:
     files: Path
     params: dict[str, dict[str, Any]]
     up_to: int
+    no_profile: str  # verdict.profile_advice for the runs' machine
 
     def section(self, name: str) -> dict[str, Any]:
         """One test's section: its figures, fits, profiles and verdicts (each test's apart from the others')."""
@@ -80,7 +81,7 @@ class _SectionJob:
         if fig := plots.scaling_figure(group, fits, self.up_to):
             section["scaling"] = Markup(plots.save(fig, files, f"{stem}_scaling"))
         section["profiles"] = _profiles(group, self.profiles, files, stem)
-        section["verdicts"] = rows.verdict_table(verdict.judge_all(group, self.profiles))
+        section["verdicts"] = rows.verdict_table(verdict.judge_all(group, self.profiles, self.no_profile))
         section["own_figures"] = [
             {"heading": f.heading, "note": f.note, "svg": Markup(plots.save(fig, files, f"{stem}_{f.name}"))}
             for f in analysis.figures_for(group[0]) if (fig := plots.metric_figure(group, f))]
@@ -139,7 +140,8 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
     curves = [s for s in series if s.workload != commute.WORKLOAD]
     groups = analysis.group_by_test(curves)
     params = runs[0]["plan"].get("params", {})
-    sections = _in_parallel(_SectionJob(groups, found_profiles, files, params, up_to))
+    no_profile = verdict.profile_advice(runs[0]["environment"])
+    sections = _in_parallel(_SectionJob(groups, found_profiles, files, params, up_to, no_profile))
     cell_tables = dict(zip(groups, rows.cell_tables(curves), strict=True))
     for section in sections:
         section["table"] = cell_tables[section["name"]]
@@ -171,7 +173,7 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
         } for r, label in zip(runs, labels, strict=True)],
         summary_svg=summary_svg, summary_table=rows.summary_table(curves),
         interference_banner=rows.interference_banner(series),
-        verdict_table=rows.verdict_table(verdict.judge_all(curves, found_profiles)), sections=sections,
+        verdict_table=rows.verdict_table(verdict.judge_all(curves, found_profiles, no_profile)), sections=sections,
         commute_sections=commute_sections, commute_changes=commute_changes, scales_at=commute.SCALES_AT,
         web_method=web_method,
         network=network.section(curves),
