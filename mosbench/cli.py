@@ -291,7 +291,8 @@ def show(run_ref, store_url) -> None:
     if qos := webmethod.qos_table(curves):
         console.print(table.render(qos))
     console.print(table.summary_table(curves))
-    console.print(table.render(rows.verdict_table(verdict.judge_all(curves, found_profiles))))
+    advice = verdict.profile_advice(r["environment"])
+    console.print(table.render(rows.verdict_table(verdict.judge_all(curves, found_profiles, advice))))
 
 
 def _check_writable(output: Path) -> None:
@@ -387,8 +388,8 @@ def _print_comparison(out: Console, found, series) -> None:
             out.print(table.render(commute_report.changes_table(found.labels[0], label, changes)))
     significant = sum(c.significant for run in found.changes for c in run)
     out.print(f"{significant} significant change{'s' if significant != 1 else ''} "
-              f"(Welch's t-test, p < {comparing.ALPHA}) among {sum(len(run) for run in found.changes)} points.",
-              markup=False)
+              f"(Welch's t-test, p < {comparing.ALPHA}) among "
+              f"{sum(c.matched for run in found.changes for c in run)} points measured in both runs.", markup=False)
 
 
 @cli.command()
@@ -433,18 +434,24 @@ def model() -> None:
 @click.option("--cores", "up_to", type=click.IntRange(2, 1 << 16), default=256, show_default=True,
               help="Extrapolate to this many cores.")
 @click.option("--a", "a_ns", type=click.FloatRange(min=0, min_open=True),
-              help="ns outside the lock per acquisition (default: the run's par_ns; with --s, the talk's 9800).")
+              help="ns outside the lock per acquisition (default: the run's par_ns; with --s, the talk's 9800); "
+                   "fitting a run, the least it may be.")
 @click.option("--s", "s_ns", type=click.FloatRange(min=0, min_open=True),
               help="ns inside the lock: with --c, model without measurements.")
 @click.option("--c", "c_ns", type=click.FloatRange(min=0), help="ns of handoff per waiting core.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Also draw it (PNG or SVG).")
+@click.option("--json", "as_json", is_flag=True,
+              help="The fits as JSON on stdout: parameters and predictions with their intervals, the hold-out.")
 @store_option
-def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, store_url) -> None:
+def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, as_json, store_url) -> None:
     """Ticket against scalable locks in the Markov model of "Non-scalable locks are dangerous".
 
-    With RUN (default: the latest run), s and c are fitted to its scale/lock points for each lock;
-    with --s and --c, the model is drawn from them alone.
+    With RUN (default: the latest run), a, s and c are fitted to its scale/lock points for each lock
+    (a no less than the run's par_ns, s than its cs_ns), with 95% prediction intervals past the
+    measured cores and, from four core counts, the largest held out and predicted; with --s and --c,
+    the model is drawn from them alone.
     """
+    from mosbench.report import rows
     from mosbench.workloads import lockmodel
 
     if (s_ns is None) != (c_ns is None):
@@ -467,17 +474,26 @@ def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, store_url) -> None:
         if not fits:
             raise UserError(f"run {r['id']} has no measured scale/lock points to fit "
                             "(run `mosbench run scale/lock` or give --s and --c)")
-    _table_console().print(table.lock_model_table(fits, up_to))
-    for name, f in fits.items():
-        if f.note and f.note != "given":
-            console.print(f"  {name}: {f.note}")
+    if as_json:
+        import json
+
+        counts = rows.lock_model_counts(fits, up_to)
+        click.echo(json.dumps({"run": None if s_ns is not None else r["id"], "up_to": up_to, "cores": counts,
+                               "models": [{"variant": name, **f.as_json(counts)} for name, f in fits.items()]},
+                              indent=1))
+    else:
+        _table_console().print(table.lock_model_table(fits, up_to))
+        for name, f in fits.items():
+            for line in (f.note, f.undetermined):
+                if line and line != "given":
+                    console.print(f"  {name}: {line}", markup=False)
     if output:
         from mosbench.report import plots
 
         fig = plots.lock_model_figure(fits, up_to)
         output.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(output, dpi=130)
-        console.print(f"wrote {output}")
+        (err_console if as_json else console).print(f"wrote {output}")
 
 
 @model.command("scaling")
@@ -486,10 +502,13 @@ def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, store_url) -> None:
               help="Read the models out to this many cores.")
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path),
               help="Also draw each test's fits into this directory (PNG and SVG).")
+@click.option("--json", "as_json", is_flag=True,
+              help="The fits as JSON on stdout: parameters and predictions with their intervals, the hold-out.")
 @store_option
-def model_scaling(run_ref, up_to, output, store_url) -> None:
+def model_scaling(run_ref, up_to, output, as_json, store_url) -> None:
     """Amdahl's law and the Universal Scalability Law fitted to every curve of RUN (default: latest),
-    with 95% bootstrap intervals, the predicted peak and per-core throughput past the measured cores."""
+    with 95% bootstrap intervals, the predicted peak, per-core throughput past the measured cores with
+    its 95% prediction interval and, from four core counts, the largest held out and predicted."""
     from mosbench.analysis import scaling
     from mosbench.report import plots, rows
 
@@ -498,17 +517,30 @@ def model_scaling(run_ref, up_to, output, store_url) -> None:
     groups = analysis.group_by_test(analysis.build_series(db.points(r["id"])))
     if not groups:
         raise UserError(f"run {r['id']} has no measured points")
+    tests = []
     for name, group in groups.items():
         fits = scaling.series_fits(group, r["plan"]["params"].get(group[0].workload, {}))
-        _table_console().print(table.render(rows.scaling_table(group, fits, up_to)))
-        for s in group:
-            for f in fits[s.variant].values():
-                if isinstance(f, scaling.Refusal):
-                    console.print(f"  {s.variant} {f.model}: refused: {f.reason}", markup=False)
+        if as_json:
+            counts = rows.extrapolation_counts(max((c.cores for s in group for c in s.ok_cells()), default=1), up_to)
+            tests.append({"test": name, "unit": group[0].unit, "cores": counts,
+                          "variants": [{"variant": s.variant, "models": [f.as_json(counts) for f in
+                                                                          fits[s.variant].values()]} for s in group]})
+        else:
+            _table_console().print(table.render(rows.scaling_table(group, fits, up_to)))
+            for s in group:
+                for f in fits[s.variant].values():
+                    line = f"refused: {f.reason}" if isinstance(f, scaling.Refusal) else f.undetermined
+                    if line:
+                        console.print(f"  {s.variant} {f.label}: {line}", markup=False)
         if output and (fig := plots.scaling_figure(group, fits, up_to)):
             stem = f"{plots.file_stem(name)}_scaling"
             plots.save(fig, output, stem)
-            console.print(f"wrote {output / stem}.png and .svg", markup=False)
+            (err_console if as_json else console).print(f"wrote {output / stem}.png and .svg", markup=False)
+    if as_json:
+        import json
+
+        click.echo(json.dumps({"run": r["id"], "up_to": up_to, "rates": "per second per core", "tests": tests},
+                              indent=1))
 
 
 @cli.command()

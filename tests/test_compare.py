@@ -110,7 +110,7 @@ def test_the_command_shows_the_environment_before_the_numbers(tmp_path):
     assert "1.300" in getppid and "faster" in getppid
     opened = next(line for line in out.splitlines() if "micro/open1" in line)
     assert "no significant change" in opened
-    assert "1 significant change (Welch's t-test, p < 0.05) among 2 points." in out
+    assert "1 significant change (Welch's t-test, p < 0.05) among 2 points measured in both runs." in out
 
 
 @pytest.mark.parametrize("args,message", [
@@ -172,3 +172,34 @@ def test_the_comparison_as_json_carries_every_point_and_the_regressions(tmp_path
     assert [(x["test"], x["run"]) for x in doc["regressions"]] == [("getppid1", run["label"])]
     plain = json.loads(mosbench("compare", "1", "2", "--json", "--store", store_path).stdout)
     assert "regressions" not in plain and plain["baseline"] == doc["runs"][0]["label"]
+
+
+def test_runs_with_no_point_in_common_are_not_compared():
+    """Three unrelated runs: one table of what each holds, no rows of "not measured"."""
+    from mosbench.analysis.cells import build_series
+    from mosbench.report import rows
+
+    def run(workload, test, cores):
+        return build_series([_point(workload=workload, test=test, variant="v", cores=n, trial=t, throughput=100.0 * n)
+                             for n in cores for t in (1, 2)])
+
+    series = [run("micro", "getppid1", (1, 2)), run("scale", "lock", (1, 2)), run("metis", "", (1,))]
+    envs = [{"kernel": "6.1"}] * 3
+    found = compare.compare_runs([{"environment": e} for e in envs], series, ["a", "b", "c"])
+    assert not found.shares_any()
+    (t,) = rows.comparison_tables(found)
+    assert "share no point" in t.title and t.column("run") == ["a", "b", "c"]
+    assert t.column("holds") == ["2 points (micro/getppid1)", "2 points (scale/lock)", "1 point (metis)"]
+
+
+def test_runs_sharing_some_points_are_compared_on_those_with_one_line_for_the_rest():
+    from mosbench.analysis.cells import build_series
+    from mosbench.report import rows
+
+    base = build_series([_point(test="getppid1", variant="v", cores=n, trial=t) for n in (1, 2) for t in (1, 2)])
+    other = build_series([_point(test="getppid1", variant="v", cores=n, trial=t) for n in (2, 4) for t in (1, 2)])
+    found = compare.compare_runs([{"environment": {}}] * 2, [base, other], ["a", "b"])
+    _, changes = rows.comparison_tables(found)
+    assert changes.column("cores") == ["2"]
+    assert changes.note == ("Measured in one run only, not compared: a: 1 point (micro/getppid1); "
+                            "b: 1 point (micro/getppid1)")

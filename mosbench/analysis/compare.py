@@ -73,6 +73,11 @@ class Change:
     note: str = ""
 
     @property
+    def matched(self) -> bool:
+        """Measured on both sides (ok, failed or interfered), so the row says something of both."""
+        return not self.note.startswith("not measured in the ")
+
+    @property
     def significant(self) -> bool:
         return self.p is not None and self.p < ALPHA
 
@@ -159,6 +164,29 @@ class Comparison:
     labels: list[str]  # the baseline's first
     differences: list[tuple[str, list[str]]]
     changes: list[list[Change]]  # per run after the baseline, against it
+
+    def shares_any(self) -> bool:
+        """Whether any run after the baseline measured a point the baseline did too."""
+        return any(c.matched for run in self.changes for c in run)
+
+
+@dataclass(frozen=True)
+class Unmatched:
+    """What one side of a comparison measured that the other did not: points and their tests."""
+
+    points: int
+    tests: tuple[str, ...]
+
+    def text(self) -> str:
+        shown = ", ".join(self.tests[:6]) + (f" and {len(self.tests) - 6} more" if len(self.tests) > 6 else "")
+        return f"{self.points} point{'s' if self.points != 1 else ''} ({shown})"
+
+
+def unmatched(found: list[Change], side: str) -> Unmatched:
+    """The points of `side` ("baseline" or "other run") that the other side never measured."""
+    missing = [c for c in found if c.note == f"not measured in the {'other run' if side == 'baseline' else 'baseline'}"]
+    tests = dict.fromkeys(f"{c.workload}/{c.test}" if c.test else c.workload for c in missing)
+    return Unmatched(len(missing), tuple(tests))
 
 
 def regressions(found: Comparison, percent: float) -> list[tuple[str, Change]]:

@@ -11,6 +11,7 @@ core count show warm-up, drift and throttling (for a job, how busy its CPUs were
 from __future__ import annotations
 
 import io
+import math
 import re
 from pathlib import Path
 
@@ -175,35 +176,52 @@ def samples_figure(series: list[Series]) -> Figure | None:
     return fig
 
 
+def _legend_below(fig: Figure, ax, columns: int = 3) -> None:
+    """The legend under the axes, outside them: a legend inside must never cover a curve or a band."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncols=min(columns, len(handles)),
+                   frameon=False)
+
+
+def _legend_height(entries: int, columns: int = 3) -> float:
+    """Inches the figure grows by to hold a legend of this many entries in these columns."""
+    return 0.17 * math.ceil(entries / columns)
+
+
 def lock_model_figure(fits: dict, up_to: int) -> Figure:
-    """Measured scale/lock points with the fitted model of each lock, carried out to up_to cores."""
+    """Measured scale/lock points with the fitted model of each lock, carried out to up_to cores, its
+    95% prediction band shaded; a dotted line where a ticket lock collapses (none where the points
+    cannot tell)."""
     from mosbench.workloads.lockmodel import core_axis
 
-    fig, ax = plt.subplots(figsize=(7.2, 4.2), layout="constrained")
-    xs = core_axis(up_to)
+    fig, ax = plt.subplots(figsize=(7.2, 4.2 + _legend_height(len(fits), 2)), layout="constrained")
+    xs = np.array(core_axis(up_to))
+    band_at = np.unique(np.geomspace(1, up_to, 48).round().astype(int))
     knees: set[int] = set()
     for i, (variant, f) in enumerate(fits.items()):
         color = COLORS[i % len(COLORS)]
         p = f.params
-        ax.plot(xs, [p.per_core(n) for n in xs], color=color, linewidth=1.4,
-                linestyle="-" if p.kind == "ticket" else "--",
-                label=f"{variant}: {p.kind} model, s={p.s:.0f} ns, c={p.c:.1f} ns")
+        ax.plot(xs, f.throughput(xs) / xs, color=color, linewidth=1.4, linestyle="-" if p.kind == "ticket" else "--",
+                label=f"{variant}: {p.kind}, a {p.a:.0f}, s {p.s:.0f}, c {p.c:.1f} ns"
+                      + (" (cannot tell)" if f.undetermined else ""))
+        if (band := f.band(band_at)) is not None:
+            ax.fill_between(band_at, band[0] / band_at, band[1] / band_at, color=color, alpha=0.12, linewidth=0)
         ax.plot(f.cores, f.measured, "o", color=color, markersize=5)
-        knee = p.collapse(up_to)
+        knee = f.peak(up_to)
         if knee and knee not in knees:
             knees.add(knee)
             ax.axvline(knee, color=color, linewidth=0.8, linestyle=":")
             ax.annotate(f"collapse at {knee}", (knee, p.per_core(knee)), textcoords="offset points",
                         xytext=(4, 6), fontsize=7, color=color)
-    ax.set_xlabel("cores (dots: measured; lines: model)")
+    ax.set_xlabel("cores (dots: measured; lines: model; shaded: 95% prediction band)")
     ax.set_ylabel("acquisitions/sec/core")
     ax.yaxis.set_major_formatter(EngFormatter(sep=""))
     ax.set_ylim(bottom=0)
     ax.set_xlim(left=0, right=up_to)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, loc="upper right")
-    first = next(iter(fits.values())).params
-    ax.set_title(f"Lock-collapse model (a = {first.a:.0f} ns outside the lock)", fontsize=10)
+    _legend_below(fig, ax, 2)
+    ax.set_title("Lock-collapse model (a outside the lock, s inside it, c a handoff)", fontsize=10)
     return fig
 
 
@@ -214,14 +232,18 @@ MODEL_STYLES = {"usl": ("-", "--"), "amdahl": ((0, (1, 1)), (0, (1, 3))), "lock"
 
 def scaling_figure(group: list[Series], fits: dict, up_to: int) -> Figure | None:
     """Measured per-core throughput with each fitted model, solid over the measured cores and dashed
-    past them to up_to, its 95% band shaded; None where every model was refused."""
-    from mosbench.analysis.scaling import Refusal, prediction_band
+    past them to up_to, every model's 95% prediction band shaded; None where every model was refused."""
+    from mosbench.analysis.scaling import Refusal
 
     if all(isinstance(f, Refusal) for by_model in fits.values() for f in by_model.values()):
         return None
     factor, per = rate_scale(group[0])
-    fig, ax = plt.subplots(figsize=(7.2, 4.2), layout="constrained")
+    entries = sum(1 + sum(not isinstance(f, Refusal) for f in fits[s.variant].values()) for s in group)
+    fig, ax = plt.subplots(figsize=(7.2, 4.2 + _legend_height(entries)), layout="constrained")
     xs = np.unique(np.geomspace(1, up_to, 200).round().astype(int))
+    # The workload's own models are chains to solve per core count: drawn at fewer points.
+    coarse = np.unique(np.geomspace(1, up_to, 48).round().astype(int))
+    heights = [0.0]  # of the points and the models' curves: a loose fit's band must not flatten the data
     for i, s in enumerate(group):
         color = COLORS[i % len(COLORS)]
         cells = s.ok_cells()
@@ -229,20 +251,20 @@ def scaling_figure(group: list[Series], fits: dict, up_to: int) -> Figure | None
             continue
         ax.plot([c.cores for c in cells], [c.best * factor for c in cells], "o", color=color, markersize=5,
                 label=f"{s.variant}: measured (best)")
+        heights += [c.best * factor for c in cells]
         top = max(c.cores for c in cells)
         for model, f in fits[s.variant].items():
             if isinstance(f, Refusal):
                 continue
             inside_style, past_style = MODEL_STYLES.get(model, MODEL_STYLES["usl"])
-            # The workload's own models are chains to solve per core count: drawn at fewer points.
-            at = xs if model in ("usl", "amdahl") else np.unique(np.geomspace(1, up_to, 48).round().astype(int))
+            at = xs if model in ("usl", "amdahl") else coarse
             inside, past = at[at <= top], at[at >= top]
             ax.plot(inside, f.throughput(inside) / inside * factor, color=color, linestyle=inside_style,
-                    linewidth=1.3, label=f"{s.variant}: {f.label}")
+                    linewidth=1.3, label=f"{s.variant}: {f.label}" + (" (cannot tell)" if f.undetermined else ""))
             ax.plot(past, f.throughput(past) / past * factor, color=color, linewidth=1.3, linestyle=past_style)
-            band = prediction_band(f, xs) if model == "usl" else None
-            if band is not None:
-                ax.fill_between(xs, band[0] / xs * factor, band[1] / xs * factor, color=color, alpha=0.12,
+            heights.append(float(np.max(f.throughput(at) / at)) * factor)
+            if (band := f.band(at)) is not None:
+                ax.fill_between(at, band[0] / at * factor, band[1] / at * factor, color=color, alpha=0.08,
                                 linewidth=0)
             peak = f.peak(up_to)
             if peak and peak <= up_to:
@@ -252,15 +274,10 @@ def scaling_figure(group: list[Series], fits: dict, up_to: int) -> Figure | None
     ax.set_xlabel("cores (log scale; dashed past the measured cores)")
     ax.set_ylabel(f"{_plural(group[0].unit)}/{per}/core")
     ax.yaxis.set_major_formatter(EngFormatter(sep=""))
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(0, max(heights) * 1.25 or None)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, loc="lower left", framealpha=0.85)
-    drawn = {(m, f.label) for by_model in fits.values() for m, f in by_model.items() if not isinstance(f, Refusal)}
-    models = {m for m, _ in drawn}
-    labels = [label for m in ("amdahl", "usl") for n, label in drawn if n == m] + sorted(
-        {label for m, label in drawn if m not in ("amdahl", "usl")})
-    ax.set_title(f"{group[0].name}: {', '.join(dict.fromkeys(labels))} fitted"
-                 + (", 95% band shaded" if "usl" in models else ""), fontsize=10)
+    _legend_below(fig, ax)
+    ax.set_title(f"{group[0].name}: scaling models, 95% prediction bands shaded", fontsize=10)
     return fig
 
 

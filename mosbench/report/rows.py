@@ -229,10 +229,76 @@ def _total_at(f, n: int) -> float:
     return float(np.atleast_1d(f.throughput(n))[0])
 
 
+def _param(value: float, interval: tuple[float, float] | None, fmt: str) -> str:
+    """A parameter with its interval, "0.00049 [0–0.0012]": the solver's zeros (1e-29) written as 0."""
+    def text(x: float) -> str:
+        return "0" if abs(x) < 1e-12 else f"{x:{fmt}}"
+
+    return text(value) + (f" [{text(interval[0])}–{text(interval[1])}]" if interval else "")
+
+
+def count_interval(value: float, interval: tuple[float, float] | None, measured_max: int) -> str:
+    """A core count (a peak, a collapse) with its interval: "36 [26–48]". An end past UNBOUNDED times
+    the most cores measured (or none at all) bounds nothing: "36 [26 or more]", "over 1600"; an
+    interval of the one value is the value."""
+    from mosbench.analysis.scaling import UNBOUNDED, bounded
+
+    limit = UNBOUNDED * measured_max
+    if value > limit:
+        return f"over {limit}"
+    if not interval:
+        return f"{value:.0f}"
+    low, high = interval
+    if bounded(high, measured_max) is None:
+        return f"{value:.0f} [{low:.0f} or more]"
+    if round(low) == round(high) == round(value):
+        return f"{value:.0f}"
+    return f"{value:.0f} [{low:.0f}–{high:.0f}]"
+
+
+def _end(x: float) -> str:
+    """An interval's end, to two figures where that is no exponent: "31k", "440k", "2.1M"."""
+    short = si(x, 2)
+    return si(x, 3) if "e" in short else short
+
+
+def predicted(f, n: int, factor: float = 1.0) -> str:
+    """A model's per-core throughput at n with its 95% prediction interval: "49.6k [31k–98k]"."""
+    value = si(_total_at(f, n) / n * factor)
+    band = f.band([n])
+    if band is None:
+        return value
+    return f"{value} [{_end(float(band[0][0]) / n * factor)}–{_end(float(band[1][0]) / n * factor)}]"
+
+
+def peak_cell(f, up_to: int, measured_max: int) -> str:
+    """Where a model's total throughput peaks (a lock collapses): "cannot tell" where its points
+    cannot tell a fall, "none" where it only levels off."""
+    if f.undetermined:
+        return "cannot tell"
+    peak = f.peak(up_to)
+    return "none" if not peak else count_interval(peak, f.peak_interval(up_to), measured_max)
+
+
+def holdout_cell(f) -> tuple[str, str | None]:
+    """The hold-out's error at the largest count ("+0.5%"), styled poor where its prediction interval
+    missed the measured value; "–" with too few counts to hold one out."""
+    h = f.holdout
+    if h is None:
+        return "–", None
+    return h.text(), "poor" if h.missed else None if h.error is None else "good"
+
+
+HOLDOUT_NOTE = ("[ ]: 95% intervals; past the measured cores, of a new measurement. held out: the model fitted "
+                "without the largest core count, its error there ((predicted − measured) / measured), \"missed\" "
+                "where the measured mean lies outside its interval. cannot tell: per-core throughput does not fall "
+                "beyond the points' spread, so no peak or collapse is named.")
+
+
 def scaling_table(group: list[Series], fits: dict, up_to: int) -> TableModel:
     """Each curve's fitted models (Amdahl, the USL, the workload's own): parameters with their 95%
     bootstrap intervals where the model has them, the predicted peak, per-core throughput carried past
-    the measured cores, or why a model was refused."""
+    the measured cores with its prediction interval, the hold-out's error, or why a model was refused."""
     from mosbench.analysis.scaling import ModelFit, Refusal
 
     first = group[0]
@@ -241,45 +307,52 @@ def scaling_table(group: list[Series], fits: dict, up_to: int) -> TableModel:
     counts = extrapolation_counts(measured_max, up_to)
     t = TableModel(f"{first.name}: scaling models ({first.unit}/{per}/core; [95% bootstrap interval])",
                    [Column("variant", left=True), Column("model", left=True), Column(f"λ /{per}"),
-                    Column("σ contention"), Column("κ coherency"), Column("peak at"),
-                    *(Column(f"{n} cores") for n in counts), Column("fit err"),
-                    Column("note", left=True, wraps=True, wide=True)])
-
-    def interval(f, name: str, value: float, fmt: str) -> str:
-        lo_hi = f.ci.get(name)
-        return f"{value:{fmt}}" + (f" [{lo_hi[0]:{fmt}}–{lo_hi[1]:{fmt}}]" if lo_hi else "")
-
+                    # The parameters' intervals fold under their values where the terminal is narrow.
+                    Column("σ contention", wraps=True), Column("κ coherency", wraps=True), Column("peak at"),
+                    *(Column(f"{n} cores") for n in counts), Column("fit err"), Column("held out"),
+                    Column("note", left=True, wraps=True, wide=True)], note=HOLDOUT_NOTE)
     for s in group:
         for model, f in fits[s.variant].items():
             if isinstance(f, Refusal):
-                name = "USL" if model == "usl" else "Amdahl"
-                t.add([s.variant, name, "–", "–", "–", "–", *("–" for _ in counts), "–", f"refused: {f.reason}"])
+                t.add([s.variant, f.label, *("–" for _ in range(6 + len(counts))), f"refused: {f.reason}"])
                 continue
-            peak = f.peak(up_to)
             fitted = isinstance(f, ModelFit)
-            t.add([s.variant, f.label, si(_total_at(f, 1) * factor),
-                   interval(f, "sigma", f.sigma, ".3g") if fitted else "–",
-                   interval(f, "kappa", f.kappa, ".2g") if fitted and model == "usl" else "–",
-                   (interval(f, "peak", peak, ".0f") if fitted else f"{peak:.0f}") if peak else "none",
-                   *(si(_total_at(f, n) / n * factor) for n in counts), f"{f.rms_log_error:.1%}",
-                   f.describe()])
+            held, style = holdout_cell(f)
+            row = [s.variant, f.label, si(_total_at(f, 1) * factor),
+                   _param(f.sigma, f.ci.get("sigma"), ".2g") if fitted else "–",
+                   _param(f.kappa, f.ci.get("kappa"), ".2g") if fitted and model == "usl" else "–",
+                   peak_cell(f, up_to, measured_max), *(predicted(f, n, factor) for n in counts),
+                   f"{f.rms_log_error:.1%}", held, f.describe()]
+            t.add(row, cell_styles={len(row) - 2: style} if style else {})
         t.breaks.add(len(t.rows) - 1)
     return t
 
 
-def lock_model_table(fits: dict, up_to: int) -> TableModel:
-    """Each lock's fitted model: its parameters, fit error, and predicted per-core throughput."""
+def lock_model_counts(fits: dict, up_to: int) -> list[int]:
+    """The lock table's core counts: one core, the most measured, 48 and up_to."""
     measured = max((max(f.cores) for f in fits.values() if f.cores), default=1)
-    counts = sorted({1, measured, 48, up_to} - ({48} if up_to < 48 else set()))
-    t = TableModel("Lock model: acquisitions/s/core at each core count",
-                   [Column("lock", left=True), Column("model", left=True), Column("s ns"), Column("c ns"),
-                    Column("fit err"), *(Column(f"{n} cores") for n in counts), Column("collapse"),
-                    Column("note", left=True, wraps=True, wide=True)])
+    return sorted({1, measured, 48, up_to} - ({48} if up_to < 48 else set()))
+
+
+def lock_model_table(fits: dict, up_to: int) -> TableModel:
+    """Each lock's fitted model: its parameters, fit error, predicted per-core throughput (with its
+    prediction interval past the measured cores), the collapse and the hold-out's error."""
+    measured = max((max(f.cores) for f in fits.values() if f.cores), default=1)
+    counts = lock_model_counts(fits, up_to)
+    t = TableModel("Lock model: acquisitions/s/core at each core count [95% prediction interval]",
+                   [Column("lock", left=True), Column("model", left=True), Column("a ns"), Column("s ns"),
+                    Column("c ns"), Column("fit err"), *(Column(f"{n} cores") for n in counts), Column("collapse"),
+                    Column("held out"), Column("note", left=True, wraps=True, wide=True)],
+                   note=HOLDOUT_NOTE if any(f.cores for f in fits.values()) else None)  # not for given s and c
     for name, f in fits.items():
         p = f.params
-        knee = p.collapse(up_to)
-        t.add([name, p.kind, f"{p.s:.0f}", f"{p.c:.1f}", f"{f.rms_log_error:.1%}" if f.cores else "–",
-               *(si(p.per_core(n)) for n in counts), f"at {knee}" if knee else "none", f.note or ""])
+        at = [predicted(f, n) if n > measured else si(p.per_core(n)) for n in counts]
+        collapse = peak_cell(f, up_to, measured)
+        held, style = holdout_cell(f)
+        row = [name, p.kind, f"{p.a:.0f}", f"{p.s:.0f}", f"{p.c:.1f}", f"{f.rms_log_error:.1%}" if f.cores else "–",
+               *at, collapse if collapse in ("none", "cannot tell") else f"at {collapse}", held,
+               "; ".join(filter(None, [f.note, f.undetermined]))]
+        t.add(row, cell_styles={len(row) - 2: style} if style else {})
     return t
 
 
@@ -330,10 +403,35 @@ def change_table(base: str, other: str, found: list) -> TableModel:
 
 
 def comparison_tables(found) -> list[TableModel]:
-    """A compare.Comparison as tables: the environment's differences first, then each run's changes."""
+    """A compare.Comparison as tables: the environment's differences first, then each run's changes on the
+    points it shares with the baseline, with one line for what either side holds alone. Runs that share no
+    point with it are not compared (a table of "not measured" rows says nothing): one table says what each
+    run holds, and the report shows them side by side in their own sections."""
+    from mosbench.analysis.compare import unmatched
+
     base = found.labels[0]
-    return [environment_table(found.labels, found.differences),
-            *(change_table(base, other, c) for other, c in zip(found.labels[1:], found.changes, strict=True))]
+    if not found.shares_any():
+        t = TableModel(f"The runs share no point (test, variant and cores) with {base}: each is reported in its "
+                       "own sections, not compared", [Column("run", left=True), Column("holds", left=True)])
+        for i, label in enumerate(found.labels):
+            side = unmatched(found.changes[0], "baseline" if i == 0 else "other run") if found.changes else None
+            held = side if i == 0 or i == 1 else unmatched(found.changes[i - 1], "other run")
+            t.add([label, held.text() if held else "–"])
+        return [t]
+    tables = [environment_table(found.labels, found.differences)]
+    for other, changes in zip(found.labels[1:], found.changes, strict=True):
+        if not any(c.matched for c in changes):
+            t = TableModel(f"{other} shares no point with {base}: not compared", [Column("holds", left=True)])
+            t.add([unmatched(changes, "other run").text()])
+            tables.append(t)
+            continue
+        t = change_table(base, other, [c for c in changes if c.matched])
+        alone = [f"{label}: {u.text()}" for label, u in ((base, unmatched(changes, "baseline")),
+                                                           (other, unmatched(changes, "other run"))) if u.points]
+        if alone:
+            t.note = "Measured in one run only, not compared: " + "; ".join(alone)
+        tables.append(t)
+    return tables
 
 
 def profile_table(name: str, variant: str, unit: str, low_cores: int, high_cores: int, low, high) -> TableModel:
