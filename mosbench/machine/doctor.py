@@ -14,8 +14,10 @@ from mosbench.machine import isolation, topology
 
 PERF_EVENTS = ("task-clock", "context-switches", "page-faults", "cycles", "instructions", "cache-misses",
                "LLC-load-misses")
-PACKAGES = ("build-essential", "linux-perf", "memcached", "apache2", "postgresql-15", "exim4-daemon-light",
-            "linux-source-6.1", "libdb-dev", "libck-dev", "libmemcached-tools")
+# Versioned ones by pattern: the distribution's version is what scripts/apt.sh installed (postgresql-16,
+# linux-source-6.8.0 and linux-tools on Ubuntu 24.04).
+PACKAGES = ("build-essential", "linux-perf|linux-tools-common", "memcached", "apache2", "postgresql-1[5-9]",
+            "exim4-daemon-light", "linux-source-[0-9]*", "libdb-dev", "libck-dev", "libmemcached-tools")
 
 
 def _perf_events() -> dict[str, bool]:
@@ -31,11 +33,16 @@ def _perf_events() -> dict[str, bool]:
     return result
 
 
-def _installed(pkg: str) -> bool:
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        out = subprocess.run(["dpkg-query", "-W", "-f=${Status}", pkg], capture_output=True, text=True, timeout=10)
-        return "install ok installed" in out.stdout
-    return False
+def _installed(pkg: str) -> str | None:
+    """The installed package's name for a name or pattern ("a|b": either), or None."""
+    for name in pkg.split("|"):
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            out = subprocess.run(["dpkg-query", "-W", "-f=${Package} ${Status}\\n", name], capture_output=True,
+                                 text=True, timeout=10)
+            found = [line.split()[0] for line in out.stdout.splitlines() if line.endswith("install ok installed")]
+            if found:
+                return found[-1]
+    return None
 
 
 def _server_limits(ncpus: int) -> tuple[str, str, bool]:
@@ -91,8 +98,9 @@ def checks() -> list[tuple[str, str, bool]]:
         rows.append(("native build", str(native.build_dir()), True))
     except UserError as e:
         rows.append(("native build", str(e), False))
-    present = [p for p in PACKAGES if _installed(p)]
-    absent = [p for p in PACKAGES if p not in present]
+    found = {p: _installed(p) for p in PACKAGES}
+    present = [name for name in found.values() if name]
+    absent = [p for p, name in found.items() if not name]
     rows.append(("packages", f"present: {', '.join(present) or 'none'}; absent: {', '.join(absent) or 'none'}",
                  True))
     return rows

@@ -188,7 +188,7 @@ class Gmake(Workload):
         if not MAKE.exists():
             raise UserError("make is not installed (Debian: apt-get install build-essential)")
         if not linuxsrc.LINUX_TARBALL.is_file():
-            raise UserError(f"{linuxsrc.LINUX_TARBALL} is missing (Debian: apt-get install {linuxsrc.LINUX_TREE})")
+            raise UserError(f"{linuxsrc.LINUX_TARBALL} is missing (`make deps` installs {linuxsrc.LINUX_TREE})")
         for tool in ("flex", "bison", "bc"):
             if not shutil.which(tool):
                 raise UserError(f"building the kernel needs {tool} (Debian: apt-get install flex bison bc libelf-dev)")

@@ -68,7 +68,8 @@ class Psearchy(Workload):
             if params["subdir"]:
                 raise UserError("psearchy: subdir selects part of the default tree; give corpus=DIR alone")
         elif not linuxsrc.LINUX_TARBALL.is_file():
-            raise UserError(f"{linuxsrc.LINUX_TARBALL} is missing: apt-get install {LINUX_TREE}, or give -p corpus=DIR")
+            raise UserError(f"{linuxsrc.LINUX_TARBALL} is missing: `make deps` installs {LINUX_TREE}, or give "
+                            "-p corpus=DIR")
         sub = PurePosixPath(params["subdir"])
         if sub.is_absolute() or ".." in sub.parts:
             raise UserError(f"psearchy subdir {params['subdir']!r} must be a path inside the Linux tree")

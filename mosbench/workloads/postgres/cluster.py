@@ -1,4 +1,5 @@
-"""A private PostgreSQL cluster: Debian's PostgreSQL 15 binaries, a data directory of its own, its own
+"""A private PostgreSQL cluster: the distribution's PostgreSQL binaries (Debian 12's 15, or the newest
+15 or later installed: Ubuntu 24.04's 16), a data directory of its own, its own
 port on 127.0.0.1 and its own socket directory, run as the `postgres` user (initdb refuses root).
 
 Never the machine's service: nothing is read from /etc/postgresql, and the cluster lives only in the
@@ -14,17 +15,33 @@ from pathlib import Path
 
 from mosbench.errors import UserError
 
-BIN = Path("/usr/lib/postgresql/15/bin")
+LISTED_MAJOR = 15  # scripts/apt-packages.txt's, Debian 12's; pgbench.MIN_MAJOR is the oldest that works
 USER = "postgres"
+
+
+def find_bin(root: Path = Path("/usr/lib/postgresql")) -> Path:
+    """The listed version's binaries where installed, else the newest of 15 or later with pgbench (the rule
+    scripts/apt.sh installs by); the listed path where there is none, for the message that says so."""
+    listed = root / str(LISTED_MAJOR) / "bin"
+    if (listed / "initdb").exists():
+        return listed
+    found = [d / "bin" for d in root.glob("*") if d.name.isdigit() and int(d.name) >= LISTED_MAJOR
+             and (d / "bin" / "pgbench").exists()]
+    return max(found, key=lambda b: int(b.parent.name)) if found else listed
+
+
+BIN = find_bin()
+PACKAGE = f"postgresql-{BIN.parent.name}"
 
 
 def check_available() -> None:
     if not (BIN / "initdb").exists():
-        raise UserError("PostgreSQL 15 is not installed (Debian: apt-get install postgresql-15)")
+        raise UserError(f"PostgreSQL {LISTED_MAJOR} or later is not installed (`make deps` installs the "
+                        f"distribution's: {PACKAGE} on Debian 12)")
     try:
         pwd.getpwnam(USER)
     except KeyError:
-        raise UserError(f"user {USER} is missing (Debian's postgresql-15 makes it)") from None
+        raise UserError(f"user {USER} is missing ({PACKAGE} makes it)") from None
 
 
 # The settings that keep PostgreSQL off the disk path: a benchmark's data is thrown away, so nothing is

@@ -451,7 +451,7 @@ class Postgres(ServerWorkload):
         pgcluster.check_available()
         for tool in ("pgbench", "psql", "postgres"):
             if not (pgcluster.BIN / tool).exists():
-                raise UserError(f"{pgcluster.BIN / tool} is missing (Debian: apt-get install postgresql-15)")
+                raise UserError(f"{pgcluster.BIN / tool} is missing (`make deps` installs {pgcluster.PACKAGE})")
 
     def check_params(self, params: dict[str, Any]) -> None:
         if not 1 <= params["rows"] <= MAX_ROWS:
