@@ -38,11 +38,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mosbench import cpulist, workloads  # noqa: E402
+from mosbench import cpulist  # noqa: E402
 from mosbench.machine import environment, placement, topology  # noqa: E402
 from mosbench.run import plan as planning  # noqa: E402
 from mosbench.run import profiler  # noqa: E402
 from mosbench.store import db as store  # noqa: E402
+from mosbench.workloads import registry  # noqa: E402
 
 SIZES = [int(n) for n in os.environ.get("SIZES", "500,1000,2000,5000").split(",")]
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
@@ -261,16 +262,16 @@ class Series:
 def plan_for() -> tuple[planning.Plan, list[planning.PointKey]]:
     """A user's plan: every micro test, every scale structure and the application workloads,
     interleaved in proportion so any prefix of it has the same mix; a fifth of the points profiled."""
-    groups = [[("micro", t.name) for t in workloads.get("micro").tests()],
-              [("scale", t.name) for t in workloads.get("scale").tests()],
+    groups = [[("micro", t.name) for t in registry.get("micro").tests()],
+              [("scale", t.name) for t in registry.get("scale").tests()],
               [("memcached", ""), ("apache", "close"), ("exim", ""), ("metis", "invindex"), ("apache", "keepalive")]]
     placed = sorted(((i + 0.5) / len(g), gi, s) for gi, g in enumerate(groups) for i, s in enumerate(g))
     selections = [s for *_, s in placed]
     names = list(dict.fromkeys(w for w, _ in selections))
     the_plan = planning.Plan(
-        selections=selections, variants={w: [v.name for v in workloads.get(w).variants] for w in names},
+        selections=selections, variants={w: [v.name for v in registry.get(w).variants] for w in names},
         cores=CORES, trials=TRIALS, warmup=WARMUP, duration=DURATION, interval=INTERVAL,
-        params={w: {p.name: p.default for p in workloads.get(w).params} for w in names})
+        params={w: {p.name: p.default for p in registry.get(w).params} for w in names})
     keys = the_plan.points()
     # Whole selections profiled, as --profile names them, so that a fifth of any prefix is profiled.
     profiled, seen, count = [], 0, 0
@@ -301,7 +302,7 @@ class Generator:
         return self.curves[s]
 
     def values(self, key: planning.PointKey) -> dict[str, Any]:
-        w = workloads.get(key.workload)
+        w = registry.get(key.workload)
         s = Series(key.workload, key.test, key.variant)
         rng = self._rng(key)
         params = self.plan.params.get(key.workload, {})

@@ -16,7 +16,6 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from mosbench import workloads
 from mosbench.analysis import cells as analysis
 from mosbench.analysis import profiles
 from mosbench.errors import UserError
@@ -29,6 +28,7 @@ from mosbench.report import table
 from mosbench.run import plan as plan_mod
 from mosbench.run import profiler as profile
 from mosbench.store import db as store
+from mosbench.workloads import registry
 
 
 class PipeSafe(io.TextIOBase):
@@ -221,7 +221,7 @@ def _say_waiting(holder: machine_lock.Holder | None) -> None:
 def list_cmd(names: tuple[str, ...]) -> None:
     """Workloads, their tests, variants and parameters (all, or those named)."""
     # Every name is looked up before anything is printed: an unknown one is the only line.
-    chosen = [workloads.get(n) for n in dict.fromkeys(names)] if names else workloads.all_workloads()
+    chosen = [registry.get(n) for n in dict.fromkeys(names)] if names else registry.all_workloads()
     for w in chosen:
         console.print(Text.assemble((w.name, "bold"), f": {w.description} (unit: {w.unit}, {w.kind})"))
         if w.paper:
@@ -451,8 +451,8 @@ def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, as_json, store_url) -> 
     measured cores and, from four core counts, the largest held out and predicted; with --s and --c,
     the model is drawn from them alone.
     """
+    from mosbench.analysis import lockmodel, models
     from mosbench.report import rows
-    from mosbench.workloads import lockmodel
 
     if (s_ns is None) != (c_ns is None):
         raise UserError("give --s and --c together, or neither to fit them to a run")
@@ -465,12 +465,13 @@ def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, as_json, store_url) -> 
     else:
         db = store.Store(store_url)
         r = db.run(run_ref or "latest")
-        series = [x for x in analysis.build_series(db.points(r["id"])) if "lock" in analysis.own_models(x)]
+        series = [x for x in analysis.build_series(db.points(r["id"]))
+                  if any(m.name == "lock" for m in analysis.own_models(x))]
         params = dict(r["plan"]["params"].get(series[0].workload, {})) if series else {}
         if a_ns:
             params["par_ns"] = a_ns
         # The workload's own model, so this command and the report fit the same way.
-        fits = {x.variant: f for x in series if (f := analysis.own_models(x, params)["lock"](x)) is not None}
+        fits = {x.variant: f for x in series if (f := models.own_fits(x, params).get("lock")) is not None}
         if not fits:
             raise UserError(f"run {r['id']} has no measured scale/lock points to fit "
                             "(run `mosbench run scale/lock` or give --s and --c)")
@@ -509,7 +510,7 @@ def model_scaling(run_ref, up_to, output, as_json, store_url) -> None:
     """Amdahl's law and the Universal Scalability Law fitted to every curve of RUN (default: latest),
     with 95% bootstrap intervals, the predicted peak, per-core throughput past the measured cores with
     its 95% prediction interval and, from four core counts, the largest held out and predicted."""
-    from mosbench.analysis import scaling
+    from mosbench.analysis import models, scaling
     from mosbench.report import plots, rows
 
     db = store.Store(store_url)
@@ -519,7 +520,7 @@ def model_scaling(run_ref, up_to, output, as_json, store_url) -> None:
         raise UserError(f"run {r['id']} has no measured points")
     tests = []
     for name, group in groups.items():
-        fits = scaling.series_fits(group, r["plan"]["params"].get(group[0].workload, {}))
+        fits = models.series_fits(group, r["plan"]["params"].get(group[0].workload, {}))
         if as_json:
             counts = rows.extrapolation_counts(max((c.cores for s in group for c in s.ok_cells()), default=1), up_to)
             tests.append({"test": name, "unit": group[0].unit, "cores": counts,

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from mosbench import workloads
 from mosbench.machine import topology
 from mosbench.machine.journal import Journal
 from mosbench.run.plan import Plan, resolve_selections
 from mosbench.run.sweep import Sweep
 from mosbench.store import db as store
+from mosbench.workloads import registry
 from tests.conftest import needs_native, needs_root
 from tests.test_run_system import _leftovers, _our_cgroups
 
@@ -37,7 +37,7 @@ def run_points(tmp_path: Path, monkeypatch, workload: str, test: str = "", varia
     add_dir = Journal.add_dir
     monkeypatch.setattr(Journal, "add_dir", lambda self, path: scratch.append(path) or add_dir(self, path))
     topo = topology.read()
-    w = workloads.get(workload)
+    w = registry.get(workload)
     p = {**{q.name: q.default for q in w.params}, **params}
     w.check_params(p)
     selections = resolve_selections([f"{workload}/{test}" if test else workload])

@@ -84,11 +84,11 @@ def test_doctor_shows_what_sysfs_says():
 
 
 def _available(workload: str) -> bool:
-    from mosbench import workloads
     from mosbench.errors import UserError
+    from mosbench.workloads import registry
 
     try:
-        workloads.get(workload).check_available()
+        registry.get(workload).check_available()
     except UserError:
         return False
     return True

@@ -4,7 +4,7 @@ import time
 import numpy as np
 import pytest
 
-from mosbench.workloads.lockmodel import LockParams, _chain, core_axis, fit
+from mosbench.analysis.lockmodel import LockParams, _chain, core_axis, fit
 
 
 def test_one_core_is_the_loop_time():

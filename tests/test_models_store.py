@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from mosbench.analysis import cells as analysis
-from mosbench.analysis import scaling
+from mosbench.analysis import lockmodel, models, scaling
 from mosbench.report import rows
 from mosbench.store import db as store
-from mosbench.workloads import lockmodel
+from mosbench.workloads.scale import LOCK_KINDS
 from tests.conftest import mosbench
 
 RECORDED = Path("/work/shared/data/manycore-16/store.sqlite")
@@ -39,7 +39,7 @@ def _series(path: Path, run: int) -> list[analysis.Series]:
 
 def _lock_fits(path: Path, run: int) -> dict[str, lockmodel.Fit]:
     series = [s for s in _series(path, run) if s.name == "scale/lock"]
-    return {s.variant: f for s in series if (f := lockmodel.fit_series(s, 9800, 200)) is not None}
+    return {s.variant: f for s in series if (f := lockmodel.fit_series(s, 9800, 200, LOCK_KINDS)) is not None}
 
 
 def _measured_16(path: Path) -> dict[str, float]:
@@ -86,12 +86,12 @@ def test_a_fit_from_1_to_8_cores_predicts_16(recorded, variant):
     s = next(s for s in _series(recorded, 3) if s.name == "scale/lock" and s.variant == variant)
     cells = [c for c in s.ok_cells() if c.cores <= 8]
     f = lockmodel.fit([c.cores for c in cells for _ in c.per_core], [v for c in cells for v in c.per_core], 9800,
-                      lockmodel.KIND_OF_VARIANT[variant], 200)
+                      LOCK_KINDS[variant], 200)
     measured = s.cells[16].per_core[0]
     low, high = (float(v[0]) / 16 for v in f.band([16]))
     assert low <= measured <= high, (low, measured, high)
     assert abs(float(f.throughput(16)[0]) / 16 / measured - 1) < 0.03
-    held = lockmodel.fit_series(s, 9800, 200).holdout
+    held = lockmodel.fit_series(s, 9800, 200, LOCK_KINDS).holdout
     assert held is not None and held.fitted_on == (1, 2, 4, 8) and held.cores == 16 and not held.missed
     assert held.measured == pytest.approx(measured) and abs(held.error) < 0.03
 
@@ -104,7 +104,7 @@ def test_every_curve_of_run_3_is_held_out_and_reported(recorded):
     groups = analysis.group_by_test(_series(recorded, 3))
     seen = 0
     for name, group in groups.items():
-        fits = scaling.series_fits(group, {"cs_ns": 200, "par_ns": 9800})
+        fits = models.series_fits(group, {"cs_ns": 200, "par_ns": 9800})
         table = rows.scaling_table(group, fits, 64)
         held_column = dict(zip(zip(table.column("variant"), table.column("model"), strict=True),
                                table.column("held out"), strict=True))
@@ -124,7 +124,7 @@ def test_every_curve_of_run_3_is_held_out_and_reported(recorded):
                 assert held_column[(s.variant, f.label)] == h.text()
     assert seen >= 20
     lock = analysis.group_by_test(_series(recorded, 3))["scale/lock"]
-    fits = scaling.series_fits(lock, {"cs_ns": 200, "par_ns": 9800})
+    fits = models.series_fits(lock, {"cs_ns": 200, "par_ns": 9800})
     assert all(fits["mutex"][model].holdout.error > 0.05 for model in scaling.MODELS)
     assert fits["mutex"]["amdahl"].holdout.missed
     assert not any(fits[v][m].holdout.missed for v in LOCKS for m in (*scaling.MODELS, "lock"))
@@ -138,7 +138,7 @@ def test_no_peak_is_written_as_an_absurd_number(recorded):
     """The USL's peak on run 3's flat lock curves read "18210485 [129–158276754358291]"; now no cell of
     any scaling table holds a number of seven digits or more."""
     for group in analysis.group_by_test(_series(recorded, 3)).values():
-        table = rows.scaling_table(group, scaling.series_fits(group, {"cs_ns": 200, "par_ns": 9800}), 64)
+        table = rows.scaling_table(group, models.series_fits(group, {"cs_ns": 200, "par_ns": 9800}), 64)
         for r in table.rows:
             for cell in r.cells[:-1]:  # the note names core counts only
                 assert not any(len(d) >= 7 for d in "".join(ch if ch.isdigit() else " " for ch in cell).split()), cell

@@ -5,11 +5,11 @@ import json
 import pytest
 
 from mosbench.analysis import cells as analysis
-from mosbench.analysis import scaling
+from mosbench.analysis import lockmodel, models
+from mosbench.analysis.lockmodel import LockParams
 from mosbench.report import html, plots, rows, table
 from mosbench.store import db as store
-from mosbench.workloads import lockmodel
-from mosbench.workloads.lockmodel import LockParams
+from mosbench.workloads.scale import LOCK_KINDS
 from tests.conftest import FIXTURES
 
 
@@ -55,7 +55,7 @@ def test_report_of_a_512_cpu_machine(tmp_path):
     assert "Scaling models" in text and "ticket lock model" in text and "scalable lock model" in text
     series = analysis.build_series(db.points(run))
     group = analysis.group_by_test(series)["scale/lock"]
-    fits = scaling.series_fits(group, {"cs_ns": 200, "par_ns": 9800})
+    fits = models.series_fits(group, {"cs_ns": 200, "par_ns": 9800})
     assert set(fits["stock"]) == {"amdahl", "usl", "lock"} and fits["stock"]["lock"].params.kind == "ticket"
     model = rows.scaling_table(group, fits, 512)
     peaks = {(v, m): p for v, m, p in zip(model.column("variant"), model.column("model"), model.column("peak at"),
@@ -64,7 +64,7 @@ def test_report_of_a_512_cpu_machine(tmp_path):
     knee = int(peaks[("stock", "ticket lock model")])
     assert 2 <= knee < 512 and peaks[("scalable", "scalable lock model")] == "none"
     stock = next(s for s in group if s.variant == "stock")
-    assert knee == lockmodel.fit_series(stock, 9800, 200).params.collapse(512)
+    assert knee == lockmodel.fit_series(stock, 9800, 200, LOCK_KINDS).params.collapse(512)
     assert f"<td class=\"\">{knee}</td>" in text  # the same row in the HTML
     assert "micro/open3" not in {s.name for s in series if analysis.own_models(s)}
     lock = {s.variant: s for s in series if s.name == "scale/lock"}

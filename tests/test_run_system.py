@@ -278,11 +278,11 @@ def test_the_workload_never_inherits_the_harness_priority():
 @needs_root
 def test_load_generator_has_a_group_of_its_own_on_shared_cpus(tmp_path, monkeypatch):
     """At max cores the client must share the measured CPUs; its CPU time still is not the server's."""
-    from mosbench import workloads
     from mosbench.machine import topology
     from mosbench.run.plan import Plan
     from mosbench.run.sweep import Sweep
     from mosbench.store import db as store
+    from mosbench.workloads import registry
     from mosbench.workloads.base import Instance, PointContext, Sample, Variant, Workload
 
     burn = [sys.executable, "-c", "import time\nend = time.time() + 60\nwhile time.time() < end: pass"]
@@ -314,7 +314,7 @@ def test_load_generator_has_a_group_of_its_own_on_shared_cpus(tmp_path, monkeypa
         def start(self, ctx):
             return Burners(ctx)
 
-    monkeypatch.setitem(workloads.REGISTRY, "fakeserver", FakeServer)
+    monkeypatch.setitem(registry.REGISTRY, "fakeserver", FakeServer)
     monkeypatch.setenv("MOSBENCH_STATE", str(tmp_path / "state"))
     topo = topology.read()
     ncpu = len(topo.cpus)
@@ -340,11 +340,11 @@ def test_load_generator_has_a_group_of_its_own_on_shared_cpus(tmp_path, monkeypa
 def test_a_signal_whose_exception_a_finaliser_drops_still_ends_the_run(tmp_path, monkeypatch):
     """Python prints and drops an exception raised in a __del__; a SIGTERM that lands there must still
     end the run (incomplete, resumable) at the next point, not let it run to its last."""
-    from mosbench import workloads
     from mosbench.machine import topology
     from mosbench.run.plan import Plan
     from mosbench.run.sweep import Sweep
     from mosbench.store import db as store
+    from mosbench.workloads import registry
     from mosbench.workloads.base import Instance, Sample, Variant, Workload
 
     class SignalledInFinaliser:
@@ -374,7 +374,7 @@ def test_a_signal_whose_exception_a_finaliser_drops_still_ends_the_run(tmp_path,
         def start(self, ctx):
             return Counting()
 
-    monkeypatch.setitem(workloads.REGISTRY, "fakecount", Fake)
+    monkeypatch.setitem(registry.REGISTRY, "fakecount", Fake)
     monkeypatch.setenv("MOSBENCH_STATE", str(tmp_path / "state"))
     db = store.Store(str(tmp_path / "s.sqlite"))
     plan = Plan(selections=[("fakecount", "")], variants={"fakecount": ["one"]}, cores=[1], trials=3,

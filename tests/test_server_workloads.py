@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from mosbench import workloads
 from mosbench.errors import UserError
 from mosbench.machine import journal
+from mosbench.workloads import registry
 from mosbench.workloads.server.base import ServerInstance, ServerWorkload
 from tests.conftest import needs_native, needs_root
 from tests.servers import run_points
 
-SERVER_WORKLOADS = sorted(w.name for w in workloads.all_workloads() if isinstance(w, ServerWorkload))
+SERVER_WORKLOADS = sorted(w.name for w in registry.all_workloads() if isinstance(w, ServerWorkload))
 # Parameters that keep a point short; any other server workload runs with its defaults.
 SMALL = {"exim": {"clients": 4}, "postgres": {"rows": 20_000, "syscalls": False}}
 
@@ -24,7 +24,7 @@ def test_every_server_workload_is_found():
 
 def _available(name: str) -> None:
     try:
-        workloads.get(name).check_available()
+        registry.get(name).check_available()
     except UserError as e:
         pytest.skip(str(e))
 
@@ -48,7 +48,7 @@ def _undone(listed: dict) -> list[str]:
 @pytest.mark.parametrize("name", SERVER_WORKLOADS)
 def test_a_process_that_dies_mid_window_fails_the_point_and_leaves_nothing(tmp_path, monkeypatch, name, victim):
     _available(name)
-    w = workloads.get(name)
+    w = registry.get(name)
     died: dict = {}
     opened = ServerInstance.window_opened
 

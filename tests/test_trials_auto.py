@@ -9,10 +9,10 @@ from typing import ClassVar
 import pytest
 from scipy import stats
 
-from mosbench import workloads
 from mosbench.analysis.precision import Cell, relative_half_width
 from mosbench.errors import UserError
 from mosbench.run import plan
+from mosbench.workloads import registry
 from mosbench.workloads.base import Instance, Sample, Variant, Workload
 
 
@@ -122,7 +122,7 @@ def test_the_sweep_stops_each_point_where_it_is_sure(tmp_path, monkeypatch):
     from mosbench.run.sweep import Sweep
     from mosbench.store import db as store
 
-    monkeypatch.setitem(workloads.REGISTRY, "fakerate", _Fake)
+    monkeypatch.setitem(registry.REGISTRY, "fakerate", _Fake)
     monkeypatch.setenv("MOSBENCH_STATE", str(tmp_path / "state"))
     _Steady.starts.clear()
     db = store.Store(str(tmp_path / "s.sqlite"))

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from mosbench import workloads
 from mosbench.analysis import cells as analysis
 from mosbench.analysis import profiles, verdict
+from mosbench.workloads import registry
 from tests.fixtures import __file__ as fixtures_init
 from tests.test_store import _point
 
@@ -71,7 +71,7 @@ def test_nothing_in_the_verdict_knows_a_test():
     source = Path(verdict.__file__).read_text()
     # Test names with a digit or an underscore (dup1, tcp_pingpong) cannot be ordinary words; the others
     # (scale's "lock", "dentry") can, so those are looked for as workload/test.
-    tests = [(w.name, t.name) for w in workloads.all_workloads() for t in w.tests() if t.name]
+    tests = [(w.name, t.name) for w in registry.all_workloads() for t in w.tests() if t.name]
     names = {t for _, t in tests if re.search(r"[0-9_]", t)} | {f"{w}/{t}" for w, t in tests}
     named = sorted(n for n in names if re.search(rf"(?<![\w/]){re.escape(n)}(?![\w/])", source))
     assert len(names) > 70 and not named

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from mosbench import workloads
 from mosbench.errors import UserError
 from mosbench.guest import host as vm
 from mosbench.guest import inside as vmguest
@@ -17,6 +16,7 @@ from mosbench.machine.isolation import ISOLATIONS
 from mosbench.report import html
 from mosbench.run import plan
 from mosbench.store.db import Store
+from mosbench.workloads import registry
 from tests.conftest import needs_root
 
 
@@ -143,7 +143,7 @@ def test_every_sweep_of_a_guest_suite_is_a_plan_mosbench_accepts(suite):
     for sweep in vmguest.SUITES[suite]:
         selections = [(w, t) for name in sweep.selections
                       for w, _, t in [name.partition("/")]
-                      for t in ([t] if t else [x.name for x in workloads.get(w).tests()])]
+                      for t in ([t] if t else [x.name for x in registry.get(w).tests()])]
         args, params, variants = list(sweep.args), [], None
         while args:
             flag, value = args.pop(0), args.pop(0)

@@ -11,11 +11,11 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from mosbench import workloads
 from mosbench.analysis.precision import relative_half_width
 from mosbench.errors import UserError
 from mosbench.machine.accounting import per_unit_us, server_seconds, shares
-from mosbench.workloads.base import MetricColumn, MetricFigure, PointNote, Workload, base_variant
+from mosbench.workloads import registry
+from mosbench.workloads.base import MetricColumn, MetricFigure, ModelSpec, PointNote, Workload, base_variant
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ class Series:
 def workload_of(name: str) -> Workload | None:
     """The workload a stored series came from; None for one this mosbench no longer has."""
     try:
-        return workloads.get(name)
+        return registry.get(name)
     except UserError:
         return None
 
@@ -185,10 +185,11 @@ def rate_scale(s: Series) -> tuple[float, str]:
     return (3600.0, "hour") if s.kind == "job" else (1.0, "sec")
 
 
-def own_models(s: Series, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The workload's own scaling models for a series' test (scale/lock: "lock")."""
+def own_models(s: Series, params: dict[str, Any] | None = None) -> list[ModelSpec]:
+    """The workload's own scaling models for a series' test (scale/lock: "lock"), with the run's parameters
+    they need; analysis/models.py fits them."""
     w = workload_of(s.workload)
-    return w.models_for(s.test, params or {}) if w else {}
+    return w.models_for(s.test, params or {}) if w else []
 
 
 def figures_for(s: Series) -> tuple[MetricFigure, ...]:

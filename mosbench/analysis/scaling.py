@@ -535,22 +535,6 @@ def curve_trials(cells) -> dict[int, list[float]]:
     return {c.cores: [v * c.cores for v in c.per_core] for c in cells if c.per_core}
 
 
-def series_fits(group, params: dict | None = None) -> dict[str, dict[str, Any]]:
-    """Amdahl's and the USL for each series (variant) of a test, and the models its workload has of
-    its own for it (scale/lock: the lock-collapse model), fitted with the run's parameters of that
-    workload: one place for every model fitted to a curve, drawn one way (plots.scaling_figure)."""
-    from mosbench.analysis.cells import own_models
-
-    own = own_models(group[0], params) if group else {}
-    out: dict[str, dict[str, Any]] = {}
-    for s in group:
-        out[s.variant] = {m: fit(m, curve_trials(s.ok_cells())) for m in MODELS}
-        for name, fit_own in own.items():
-            if (f := fit_own(s)) is not None:
-                out[s.variant][name] = f
-    return out
-
-
 def prediction_band(f, cores: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """The 95% prediction interval of total throughput at cores (any model's band)."""
     return f.band(cores)

@@ -20,8 +20,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from mosbench import cpulist, workloads
+from mosbench import cpulist
 from mosbench.errors import UserError
+from mosbench.workloads import registry
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 GUEST_STORE = Path("/run/mosbench-guest/guest.sqlite")
@@ -99,7 +100,7 @@ def available(selections: tuple[str, ...]) -> list[str]:
     kept = []
     for name in selections:
         try:
-            workloads.get(name.partition("/")[0]).check_available()
+            registry.get(name.partition("/")[0]).check_available()
             kept.append(name)
         except UserError as e:
             print(f"mosbench-guest: skipping {name}: {e}", flush=True)

@@ -18,7 +18,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from mosbench.analysis import cells as analysis
-from mosbench.analysis import commute, compare, profiles, scaling, verdict
+from mosbench.analysis import commute, compare, models, profiles, verdict
 from mosbench.report import commute as commute_report
 from mosbench.report import flamegraph, network, plots, rows, webmethod
 from mosbench.store import db as store
@@ -76,7 +76,7 @@ class _SectionJob:
         samples_svg = plots.save(samples_fig, files, f"{stem}_samples") if samples_fig else None
         section = {"name": name, "anchor": stem, "figure": Markup(svg),
                    "samples": Markup(samples_svg) if samples_svg else None}
-        fits = scaling.series_fits(group, self.params.get(group[0].workload, {}))
+        fits = models.series_fits(group, self.params.get(group[0].workload, {}))
         section["scaling_table"] = rows.scaling_table(group, fits, self.up_to)
         if fig := plots.scaling_figure(group, fits, self.up_to):
             section["scaling"] = Markup(plots.save(fig, files, f"{stem}_scaling"))

@@ -193,7 +193,7 @@ def lock_model_figure(fits: dict, up_to: int) -> Figure:
     """Measured scale/lock points with the fitted model of each lock, carried out to up_to cores, its
     95% prediction band shaded; a dotted line where a ticket lock collapses (none where the points
     cannot tell)."""
-    from mosbench.workloads.lockmodel import core_axis
+    from mosbench.analysis.lockmodel import core_axis
 
     fig, ax = plt.subplots(figsize=(7.2, 4.2 + _legend_height(len(fits), 2)), layout="constrained")
     xs = np.array(core_axis(up_to))

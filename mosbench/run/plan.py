@@ -6,9 +6,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from mosbench import workloads
 from mosbench.analysis import decide, precision
 from mosbench.errors import UserError
+from mosbench.workloads import registry
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class Plan:
         the run spreads across a point's trials instead of looking like precision."""
         keys = []
         for w, t in self.selections:
-            wl = workloads.get(w)
+            wl = registry.get(w)
             has = set(wl.variants_for(t))
             keys.extend(PointKey(w, t, v, n, trial) for n in self.cores for trial in range(1, self.trials + 1)
                         for v in self.variants[w] if v in has and wl.measures(t, v, n))
@@ -92,7 +92,7 @@ class Plan:
 
     def seconds(self, keys: list[PointKey]) -> float:
         """About how long these points take: each one's warm-up, window and setup."""
-        return sum(self.warmup + self.duration + 0.5 + workloads.get(k.workload).setup_seconds(
+        return sum(self.warmup + self.duration + 0.5 + registry.get(k.workload).setup_seconds(
             k.test, self.params.get(k.workload, {})) for k in keys)
 
     def profiled(self, key: PointKey) -> bool:
@@ -155,7 +155,7 @@ def resolve_selections(names: list[str]) -> list[tuple[str, str]]:
     selections: list[tuple[str, str]] = []
     for name in names:
         wname, _, test = name.partition("/")
-        w = workloads.get(wname)
+        w = registry.get(wname)
         w.check_available()
         known = [t.name for t in w.tests()]
         if test:
@@ -176,7 +176,7 @@ def resolve_selections(names: list[str]) -> list[tuple[str, str]]:
 def resolve_variants(selections: list[tuple[str, str]], wanted: list[str] | None) -> dict[str, list[str]]:
     result: dict[str, list[str]] = {}
     for wname in dict.fromkeys(w for w, _ in selections):
-        w = workloads.get(wname)
+        w = registry.get(wname)
         known = [v.name for v in w.variants]
         if not wanted:
             result[wname] = known
@@ -211,7 +211,7 @@ def resolve_params(selections: list[tuple[str, str]], settings: list[str]) -> di
     result: dict[str, dict[str, Any]] = {}
     wnames = list(dict.fromkeys(w for w, _ in selections))
     for wname in wnames:
-        result[wname] = {p.name: p.default for p in workloads.get(wname).params}
+        result[wname] = {p.name: p.default for p in registry.get(wname).params}
     for s in settings:
         key, eq, value = s.partition("=")
         if not eq:
@@ -222,7 +222,7 @@ def resolve_params(selections: list[tuple[str, str]], settings: list[str]) -> di
         for wname in targets:
             if wname not in result:
                 raise UserError(f"parameter {s!r} names workload {wname!r}, which is not in this run")
-            for p in workloads.get(wname).params:
+            for p in registry.get(wname).params:
                 if p.name == pname:
                     try:
                         result[wname][pname] = p.parse(value)

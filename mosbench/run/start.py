@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mosbench import workloads
 from mosbench.errors import UserError
 from mosbench.machine import environment
 from mosbench.machine import placement as placing
@@ -15,6 +14,7 @@ from mosbench.machine.topology import Topology
 from mosbench.run import plan, profiler
 from mosbench.run.plan import Plan
 from mosbench.store.db import Store
+from mosbench.workloads import registry
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ def new_plan(req: Request, topo: Topology) -> Plan:
     cores = placing.parse_core_counts(req.cores, topo, req.placement)
     params = plan.resolve_params(chosen, req.params)
     for wname, values in params.items():
-        workloads.get(wname).fill_params(values, max(cores))
+        registry.get(wname).fill_params(values, max(cores))
     the_plan = Plan(
         selections=chosen, variants=plan.resolve_variants(chosen, req.variants),
         cores=cores, trials=req.trials, warmup=req.warmup,
@@ -70,7 +70,7 @@ def stored_plan(db: Store, ref: str, topo: Topology) -> tuple[dict[str, Any], Pl
 def validate(the_plan: Plan, topo: Topology) -> None:
     """Everything a run needs of this machine, its software and its parameters, before it exists."""
     for wname in dict.fromkeys(w for w, _ in the_plan.selections):
-        w = workloads.get(wname)
+        w = registry.get(wname)
         w.check_available()
         params = the_plan.params.get(wname, {})
         w.check_params(params)
@@ -89,7 +89,7 @@ def refuse_empty_selections(the_plan: Plan) -> None:
     for w, t in the_plan.selections:
         if (w, t) in measured:
             continue
-        wl = workloads.get(w)
+        wl = registry.get(w)
         variants = [v for v in the_plan.variants.get(w, []) if v in wl.variants_for(t)]
         name = f"{w}/{t}" if t else w
         if not variants:

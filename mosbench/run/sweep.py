@@ -23,7 +23,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from mosbench import cpulist, workloads
+from mosbench import cpulist
 from mosbench.errors import PointFailed
 from mosbench.launch.processes import Launcher
 from mosbench.machine import accounting, guardian, interference, placement
@@ -36,6 +36,7 @@ from mosbench.run.point import Point
 from mosbench.run.window import JOB_LIMIT, Window, WindowGroups, measure
 from mosbench.store.db import Store, StoreError, now
 from mosbench.units import cpu_time, latency, si
+from mosbench.workloads import registry
 from mosbench.workloads.base import Instance, PointContext, RunContext, Workload, cache_root
 from mosbench.workloads.server import limits
 
@@ -94,7 +95,7 @@ class Sweep:
         self.topo = topo
         self.console = console or Console(stderr=True, emoji=False, markup=False)
         self.cache = cache or cache_root()
-        self.workloads: dict[str, Workload] = {w: workloads.get(w) for w, _ in plan.selections}
+        self.workloads: dict[str, Workload] = {w: registry.get(w) for w, _ in plan.selections}
 
     def run(self, run_id: int, skip: set[tuple] | None = None) -> Outcome:
         todo = [k for k in self.plan.points()

@@ -56,6 +56,15 @@ class Param:
 
 
 @dataclass(frozen=True)
+class ModelSpec:
+    """A scaling model of a workload's own for one of its tests, named, with what it needs of the run and
+    of the workload (analysis implements it: "lock" is analysis/lockmodel.py)."""
+
+    name: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Variant:
     name: str
     description: str
@@ -280,10 +289,10 @@ class Workload(ABC):
         """Figures of the workload's own for a test, drawn from its metrics by the report."""
         return ()
 
-    def models_for(self, test: str, params: dict[str, Any]) -> dict[str, Callable[[Any], Any]]:
-        """Scaling models of the workload's own for a test, beside Amdahl's and the USL: name → a
-        function from a measured series to a fit (scaling.Fitted) or None where it does not apply."""
-        return {}
+    def models_for(self, test: str, params: dict[str, Any]) -> list[ModelSpec]:
+        """Scaling models of the workload's own for a test, beside Amdahl's and the USL, with the run's
+        parameters they need (analysis/models.py fits them)."""
+        return []
 
 
 def mem_available_mb() -> float:

@@ -15,7 +15,7 @@ from typing import Any
 
 from mosbench import native
 from mosbench.errors import UserError
-from mosbench.workloads.base import Instance, Param, PointContext, TestInfo, Variant, Workload
+from mosbench.workloads.base import Instance, ModelSpec, Param, PointContext, TestInfo, Variant, Workload
 from mosbench.workloads.micro import MicroInstance, list_tests
 
 BINARY = "mosbench-scale"
@@ -34,6 +34,10 @@ def lock_par_ns(cs_ns: int, max_cores: int) -> int:
 UNITS = {"counter": "get/put", "lock": "acquisition", "dentry": "lookup", "mount": "lookup",
          "openlist": "open/close", "freelist": "alloc/free", "falseshare": "use", "tree": "lookup",
          "ranges": "insert/lookup/delete", "samerange": "insert/lookup/delete"}
+
+# Which lock each scale/lock variant is, for the lock-collapse model: a ticket lock's handoff costs time per
+# waiter, a queue lock's one waiter's.
+LOCK_KINDS = {"stock": "ticket", "ck-ticket": "ticket", "scalable": "scalable", "ck-mcs": "scalable"}
 
 # Where each structure comes from, for `mosbench list` and the docs.
 PAPER = {"counter": "4.3 sloppy counters", "lock": "talk / 'Non-scalable locks are dangerous'",
@@ -115,14 +119,13 @@ class Scale(Workload):
         if params["update_percent"] > 100:
             raise UserError(f"scale needs update_percent <= 100 (got {params['update_percent']})")
 
-    def models_for(self, test: str, params: dict[str, Any]) -> dict[str, Any]:
-        """scale/lock: the lock-collapse model, with a the run's par_ns and s no less than its cs_ns."""
+    def models_for(self, test: str, params: dict[str, Any]) -> list[ModelSpec]:
+        """scale/lock: the lock-collapse model, with a at least the run's par_ns and s at least its cs_ns,
+        for the variants that are a ticket or a queue lock (the pthread mutex is neither)."""
         if test != "lock":
-            return {}
-        from mosbench.workloads import lockmodel
-
-        a, s_min = float(params.get("par_ns") or PAR_NS), float(params.get("cs_ns", 0))
-        return {"lock": lambda series: lockmodel.fit_series(series, a, s_min)}
+            return []
+        return [ModelSpec("lock", {"a": float(params.get("par_ns") or PAR_NS), "s_min": float(params.get("cs_ns", 0)),
+                                   "kinds": LOCK_KINDS})]
 
     def start(self, ctx: PointContext) -> Instance:
         params: dict[str, Any] = {p.name: int(ctx.params[p.name]) for p in self.params

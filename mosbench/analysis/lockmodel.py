@@ -33,10 +33,6 @@ from mosbench.analysis import scaling
 from mosbench.workloads.base import base_variant
 
 Kind = Literal["ticket", "scalable"]
-
-# Which lock each scale/lock variant is, for the model.
-KIND_OF_VARIANT: dict[str, Kind] = {"stock": "ticket", "ck-ticket": "ticket", "scalable": "scalable",
-                                    "ck-mcs": "scalable"}
 PARAMS = 3  # a, s and c
 CHUNK = 1 << 21  # chain states solved at once: bounds the memory of a band to thousands of cores
 EXACT_UP_TO = 1024  # a collapse is looked for at every count to here, on core_axis's counts past it
@@ -355,10 +351,10 @@ def fit(cores: list[int], per_core: list[float], a: float, kind: Kind, s_min: fl
                ci, "trials" if scaling.by_trials(trials) else "residuals", tuple(draws), tuple(spread), why, held)
 
 
-def fit_series(s, a: float, s_min: float = 1e-3) -> Fit | None:
+def fit_series(s, a: float, s_min: float, kinds: dict[str, Kind]) -> Fit | None:
     """The model fitted to one analysis.Series (every ok trial of each core count); None for a variant
-    that is not a lock the model knows (the pthread mutex)."""
-    kind = KIND_OF_VARIANT.get(base_variant(s.variant))
+    that is not a lock the model knows (kinds, the workload's: the pthread mutex is neither)."""
+    kind = kinds.get(base_variant(s.variant))
     cells = [c for c in s.ok_cells() if c.per_core]
     if kind is None or not cells:
         return None
