@@ -23,11 +23,13 @@
 #include "micro.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 /* Room for "workdir/dir/name": the driver's workdir is relative, "micro.XXXXXX" or alike. */
 #define COMMUTE_PATH 128
@@ -80,20 +82,32 @@ static inline unsigned commute_place(struct micro_task *t, bool same, unsigned *
 	return 2 * pair + (same ? 0 : *role);
 }
 
-/* Gives the task its op and its own copy of the object (size bytes), which the op may change. */
-static inline int commute_start(struct micro_task *t, commute_fn *fn, const void *obj, size_t size)
+/* What role r's object must have at rest: role 0's is role 1's too when they share it, so it has both's. */
+static inline unsigned commute_needs(const struct commute_op *const op[2], bool same, unsigned r)
 {
+	return op[r]->needs | (r == 0 && same ? op[1]->needs : 0);
+}
+
+/*
+ * Every area's init: the task's place, its role's call and its own copy of its object (objs holds
+ * prepare's objects, size bytes each), which the call may change. Returns the copy for the area to fit
+ * to the role (its block, its byte), or NULL (ENOMEM).
+ */
+static inline void *commute_adopt(struct micro_task *t, const struct commute_op *const op[2], bool same,
+				  const void *objs, size_t size, unsigned *role)
+{
+	unsigned i = commute_place(t, same, role);
 	struct commute_task *c = malloc(sizeof(*c));
 	void *copy = malloc(size);
 	if (!c || !copy) {
 		free(c);
 		free(copy);
-		return ENOMEM;
+		return NULL;
 	}
-	memcpy(copy, obj, size);
-	*c = (struct commute_task){ fn, copy };
+	memcpy(copy, (const char *)objs + (size_t)i * size, size);
+	*c = (struct commute_task){ op[*role]->fn, copy };
 	t->priv = c;
-	return 0;
+	return copy;
 }
 
 static inline void commute_run(struct micro_task *t)
@@ -112,6 +126,14 @@ static inline void commute_expect(struct micro_task *t, long got, long want, con
 {
 	if (got != want)
 		micro_fail(t, what, got < 0 ? errno : EIO);
+}
+
+/* open read-only (+close), for fds and names: a lookup and a new descriptor, the lowest free one. */
+static inline void commute_open_close(struct micro_task *t, const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	MICRO_FAIL_ON(t, fd < 0, "open");
+	MICRO_FAIL_ON(t, close(fd), "close (undo of open)");
 }
 
 /*

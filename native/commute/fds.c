@@ -87,9 +87,7 @@ static int make_pipe(struct fd_obj *o, bool data)
 static int make_fd_obj(const struct fds_situation *s, const char *workdir, unsigned i)
 {
 	struct fd_obj *o = &fd_objs[i];
-	unsigned r = i % 2;
-	/* Role 0's object is role 1's too when they share it: it has what both need. */
-	unsigned needs = s->op[r]->needs | (r == 0 && s->share == FD_SAME ? s->op[1]->needs : 0);
+	unsigned r = i % 2, needs = commute_needs(s->op, s->share == FD_SAME, r);
 	int err = micro_path(o->path, sizeof(o->path), workdir, "f.%u.%u", i / 2, r);
 	o->fd = o->keep = o->pipe[0] = o->pipe[1] = -1;
 	o->off = block_of(s, r);
@@ -129,24 +127,22 @@ static char *block_buf(char fill)
 
 static int fds_init(const struct fds_situation *s, struct micro_task *t)
 {
-	unsigned role, i = commute_place(t, s->share == FD_SAME, &role);
-	struct fd_obj o = fd_objs[i];
-	o.off = block_of(s, role);
-	o.buf = block_buf('p'); /* a pipe's message: the pipes hold 'p' bytes only */
-	o.old = block_buf((char)('a' + o.off / FD_BLOCK));
-	o.new = block_buf((char)('A' + o.off / FD_BLOCK));
-	if (!o.buf || !o.old || !o.new)
+	unsigned role;
+	struct fd_obj *o = commute_adopt(t, s->op, s->share == FD_SAME, fd_objs, sizeof(*fd_objs), &role);
+	if (!o)
 		return ENOMEM;
-	return commute_start(t, s->op[role]->fn, &o, sizeof(o));
+	o->off = block_of(s, role);
+	o->buf = block_buf('p'); /* a pipe's message: the pipes hold 'p' bytes only */
+	o->old = block_buf((char)('a' + o->off / FD_BLOCK));
+	o->new = block_buf((char)('A' + o->off / FD_BLOCK));
+	return o->buf && o->old && o->new ? 0 : ENOMEM;
 }
 
 /* open (+close) of the object's file, read-only. */
 static void fd_open(struct micro_task *t, void *p)
 {
 	const struct fd_obj *o = p;
-	int fd = open(o->path, O_RDONLY);
-	MICRO_FAIL_ON(t, fd < 0, "open");
-	MICRO_FAIL_ON(t, close(fd), "close (undo of open)");
+	commute_open_close(t, o->path);
 }
 
 static void fd_stat(struct micro_task *t, void *p)
@@ -163,10 +159,15 @@ static void fd_fstat(struct micro_task *t, void *p)
 	MICRO_FAIL_ON(t, fstat(o->fd, &st), "fstat");
 }
 
+/* lseek (SEEK_SET) to the role's block: the counted call, and the undo of read and write. */
+static void seek_home(struct micro_task *t, const struct fd_obj *o, const char *what)
+{
+	commute_expect(t, lseek(o->fd, o->off, SEEK_SET), o->off, what);
+}
+
 static void fd_lseek(struct micro_task *t, void *p)
 {
-	const struct fd_obj *o = p;
-	commute_expect(t, lseek(o->fd, o->off, SEEK_SET), o->off, "lseek");
+	seek_home(t, p, "lseek");
 }
 
 /* close (+dup2 of the kept descriptor back to the same number): no call takes the lowest free one. */
@@ -203,7 +204,7 @@ static void fd_read(struct micro_task *t, void *p)
 {
 	const struct fd_obj *o = p;
 	commute_expect(t, read(o->fd, o->buf, FD_BLOCK), FD_BLOCK, "read");
-	commute_expect(t, lseek(o->fd, o->off, SEEK_SET), o->off, "lseek (undo of read)");
+	seek_home(t, o, "lseek (undo of read)");
 }
 
 /* write of new bytes over the role's block (+pwrite of the old bytes, +lseek back): the file never grows. */
@@ -212,7 +213,7 @@ static void fd_write(struct micro_task *t, void *p)
 	const struct fd_obj *o = p;
 	commute_expect(t, write(o->fd, o->new, FD_BLOCK), FD_BLOCK, "write");
 	commute_expect(t, pwrite(o->fd, o->old, FD_BLOCK, o->off), FD_BLOCK, "pwrite (undo of write)");
-	commute_expect(t, lseek(o->fd, o->off, SEEK_SET), o->off, "lseek (undo of write)");
+	seek_home(t, o, "lseek (undo of write)");
 }
 
 static void fd_pread(struct micro_task *t, void *p)

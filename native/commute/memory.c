@@ -59,9 +59,8 @@ static int memory_prepare(const struct memory_situation *s, const char *workdir,
 	if (!(mem_objs = calloc(n, sizeof(*mem_objs))))
 		return ENOMEM;
 	for (unsigned i = 0; i < n; i++) {
-		unsigned r = i % 2;
-		/* Role 0's range is role 1's too when they share it; a hole and a mapping: it starts mapped. */
-		unsigned needs = s->op[r]->needs | (r == 0 && s->same ? s->op[1]->needs : 0);
+		/* A range shared by a call that needs a hole and one that needs a mapping starts mapped. */
+		unsigned needs = commute_needs(s->op, s->same, i % 2);
 		mem_objs[i] = (struct mem_obj){ .range = base + (2 * i + 1) * page, .page = page };
 		int err = make_range(&mem_objs[i], needs);
 		if (err)
@@ -73,12 +72,14 @@ static int memory_prepare(const struct memory_situation *s, const char *workdir,
 
 static int memory_init(const struct memory_situation *s, struct micro_task *t)
 {
-	unsigned role, i = commute_place(t, s->same, &role);
-	struct mem_obj o = mem_objs[i];
-	o.byte = s->byte[role];
+	unsigned role;
+	struct mem_obj *o = commute_adopt(t, s->op, s->same, mem_objs, sizeof(*mem_objs), &role);
+	if (!o)
+		return ENOMEM;
+	o->byte = s->byte[role];
 	if (s->op[role]->needs & NEED_MAPPED)
-		o.old = __atomic_load_n(o.range + o.byte, __ATOMIC_RELAXED);
-	return commute_start(t, s->op[role]->fn, &o, sizeof(o));
+		o->old = __atomic_load_n(o->range + o->byte, __ATOMIC_RELAXED);
+	return 0;
 }
 
 static void map_fixed(struct micro_task *t, const struct mem_obj *o, int prot, const char *what)

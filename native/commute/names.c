@@ -71,19 +71,19 @@ static int names_prepare(const struct names_situation *s, const char *workdir, u
 
 static int names_init(const struct names_situation *s, struct micro_task *t)
 {
-	unsigned role, i = commute_place(t, s->same, &role);
-	struct name_obj o = name_objs[i];
-	o.shared = s->same;
-	return commute_start(t, s->op[role]->fn, &o, sizeof(o));
+	unsigned role;
+	struct name_obj *o = commute_adopt(t, s->op, s->same, name_objs, sizeof(*name_objs), &role);
+	if (!o)
+		return ENOMEM;
+	o->shared = s->same;
+	return 0;
 }
 
 /* open (+close): the file read-only, a lookup and a new descriptor. */
 static void name_open(struct micro_task *t, void *p)
 {
 	const struct name_obj *o = p;
-	int fd = open(o->name, O_RDONLY);
-	MICRO_FAIL_ON(t, fd < 0, "open");
-	MICRO_FAIL_ON(t, close(fd), "close (undo of open)");
+	commute_open_close(t, o->name);
 }
 
 /* open(O_CREAT | O_EXCL) of the absent name (+close, +unlink if it created the file). */
