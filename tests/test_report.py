@@ -272,3 +272,24 @@ def test_a_workloads_own_figure_draws_its_metrics(tmp_path):
     assert ax.get_ylabel() == "system calls per query"
     out = html.write(db, [str(run)], tmp_path / "r.html").read_text()
     assert figure.heading in out and (tmp_path / "r_files" / "postgres_read-only_syscalls.png").exists()
+
+
+def test_no_legend_covers_a_curve(tmp_path):
+    """Every figure of a test keeps its legend off the axes, where the first core counts' points are (the
+    16-core report's legend sat on micro_mmap1's and dup1's first points)."""
+    db = store.Store(str(tmp_path / "s.sqlite"))
+    run = _fill(db)
+    group = analysis.group_by_test(analysis.build_series(db.points(run)))["scale/lock"]
+    figures = [plots.test_figure(group, "scale/lock"), plots.samples_figure(group),
+               plots.scaling_figure(group, models.series_fits(group, {"cs_ns": 200, "par_ns": 9800}), 512),
+               plots.lock_model_figure({s.variant: models.own_fits(s, {"cs_ns": 200, "par_ns": 9800})["lock"]
+                                        for s in group}, 512)]
+    for fig in figures:
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        legends = [*fig.legends, *(a.get_legend() for a in fig.axes if a.get_legend())]
+        assert legends, fig
+        for legend in legends:
+            box = legend.get_window_extent(renderer)
+            for ax in fig.axes:
+                assert not box.overlaps(ax.get_window_extent(renderer)), (fig.axes[0].get_title(), legend)

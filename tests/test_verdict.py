@@ -161,3 +161,27 @@ def test_kernel_objects_prefer_the_specific_to_the_generic():
     assert verdict.kernel_object(["__wake_up_[k]", "do_syscall_64_[k]"])[1] == "a wait queue's lock"
     assert verdict.kernel_object(["alloc_fd+0x2c"]) == ("alloc_fd", verdict.kernel_object(["alloc_fd_[k]"])[1])
     assert verdict.kernel_object(["nothing_known_[k]"]) is None
+
+
+def test_a_baseline_that_idles_is_marked_not_judged():
+    """A 1-core point idling 40% was not given enough work: the verdict, the summary table and its figure
+    say so instead of reading the per-core ratio against it as a result."""
+    from mosbench.report import plots, rows
+
+    def point(cores, trial, throughput, idle):
+        return _point(workload="postgres", test="read-only", variant="shared", cores=cores, trial=trial,
+                      throughput=throughput, work=throughput, user_s=0.5 * (1 - idle), system_s=0.5 * (1 - idle),
+                      idle_s=idle)
+    pts = [point(1, t, 1000.0, 0.45) for t in (1, 2)] + [point(2, t, 5000.0, 0.02) for t in (1, 2)]
+    (s,) = analysis.build_series(pts)
+    assert s.unsaturated_baseline() == pytest.approx(0.45)
+    (v,) = verdict.judge_all([s], {})
+    assert v.category == "unknown" and v.cause.startswith("baseline not saturated: the 1-core point idles 45%")
+    table = rows.summary_table([s])
+    assert table.column("ratio") == ["baseline not saturated (idles 45%)"]
+    fig = plots.summary_figure([s])
+    assert fig is None  # its only bar is not drawn
+
+    saturated = [point(1, t, 1000.0, 0.05) for t in (1, 2)] + [point(2, t, 1800.0, 0.02) for t in (1, 2)]
+    (ok,) = analysis.build_series(saturated)
+    assert ok.unsaturated_baseline() is None and rows.summary_table([ok]).column("ratio") == ["0.90"]

@@ -83,6 +83,10 @@ class Cell:
         return best.metrics if best else {}
 
 
+# Above this idle share, the fewest-cores point of a curve is not a baseline (Series.unsaturated_baseline).
+BASELINE_IDLE_MAX = 0.10
+
+
 @dataclass
 class Series:
     workload: str
@@ -98,6 +102,16 @@ class Series:
 
     def ok_cells(self) -> list[Cell]:
         return [c for _, c in sorted(self.cells.items()) if c.best is not None]
+
+    def unsaturated_baseline(self) -> float | None:
+        """The idle share of the fewest-cores point (median over its ok trials) where it is above
+        BASELINE_IDLE_MAX: a baseline that idles was not given enough work, and every per-core ratio
+        against it measures the offered load, not the machine (Veal and Foong's point). None otherwise."""
+        cells = self.ok_cells()
+        if not cells:
+            return None
+        idle = statistics.median(t.idle_share for t in cells[0].trials)
+        return idle if idle > BASELINE_IDLE_MAX else None
 
     def scalability(self) -> tuple[float, int] | None:
         """Per-core throughput at the highest measured core count relative to one core (Figure 3)."""

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from mosbench.analysis.cells import Cell, Series
+from mosbench.analysis.cells import BASELINE_IDLE_MAX, Cell, Series
 from mosbench.analysis.profiles import KERNEL, Profile, growth
 
 SCALES = 0.9  # per-core throughput at the most cores over the fewest, from which a curve scales
@@ -217,6 +217,11 @@ def judge(s: Series, profiles: dict[int, Profile] | None = None, client_bound: b
         return Verdict(s.name, s.variant, cells[0].cores if cells else 0, cells[0].cores if cells else 0, "unknown",
                        "needs measurements at two core counts or more", "low", (), None)
     lo, hi = cells[0], cells[-1]
+    if (idle := s.unsaturated_baseline()) is not None:
+        return Verdict(s.name, s.variant, lo.cores, hi.cores, "unknown",
+                       f"baseline not saturated: the {lo.cores}-core point idles {idle:.0%} (over "
+                       f"{BASELINE_IDLE_MAX:.0%}), so a per-core ratio against it measures the offered load: give "
+                       "it more", "low", (), None)
     ratio = hi.best / lo.best
     loss = 1 - ratio
     a, b = parts(lo), parts(hi)

@@ -89,7 +89,9 @@ def test_figure(series: list[Series], title: str) -> Figure:
     left.grid(True, alpha=0.3)
     handles = left.get_legend_handles_labels()
     more = right.get_legend_handles_labels()
-    left.legend(handles[0] + more[0], handles[1] + more[1], fontsize=7, loc="lower left", framealpha=0.85)
+    # Under the axes, never over a curve: the lowest core counts' points sit where "lower left" would put it.
+    fig.legend(handles[0] + more[0], handles[1] + more[1], fontsize=7, loc="outside lower center",
+               ncols=min(3, len(handles[0]) + len(more[0])), frameon=False)
     left.set_title(title, fontsize=10)
     return fig
 
@@ -98,9 +100,10 @@ def summary_figure(series: list[Series]) -> Figure | None:
     """Figure 3: one group of bars per test, one bar per variant it has; stock before scalable."""
     tests: dict[str, dict[str, tuple[float, int]]] = {}
     rank: dict[str, int] = {}
+    unsaturated = [f"{s.name} {s.variant}" for s in series if s.scalability() and s.unsaturated_baseline()]
     for s in series:
         ratio = s.scalability()
-        if ratio is not None:
+        if ratio is not None and s.unsaturated_baseline() is None:
             tests.setdefault(s.name, {})[s.variant] = ratio
             rank[s.variant] = min(rank.get(s.variant, 99), variant_rank(s))
     if not tests:
@@ -127,7 +130,10 @@ def summary_figure(series: list[Series]) -> Figure | None:
     ax.set_ylim(bottom=0, top=max(1.2, max(r[0] for per in tests.values() for r in per.values()) * 1.1))
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8, ncols=min(len(variants), 6), loc="upper center", bbox_to_anchor=(0.5, -0.25))
-    ax.set_title("Scalability at the most cores measured (1.0 = perfect)", fontsize=10)
+    # A ratio against a baseline that idled is not a result: named, not drawn.
+    ax.set_title("Scalability at the most cores measured (1.0 = perfect)"
+                 + ("\nnot drawn, baseline not saturated: " + ", ".join(unsaturated) if unsaturated else ""),
+                 fontsize=10)
     return fig
 
 
@@ -172,7 +178,7 @@ def samples_figure(series: list[Series]) -> Figure | None:
         ax.yaxis.set_major_formatter(EngFormatter(sep=""))
         ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
+    _legend_below(fig, ax)
     return fig
 
 
@@ -311,7 +317,7 @@ def metric_figure(series: list[Series], figure: MetricFigure) -> Figure | None:
     ax.set_xlim(left=0)
     _core_ticks(ax, sorted(counts))
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", ncol=2, framealpha=0.85)
+    _legend_below(fig, ax)
     ax.set_title(figure.title, fontsize=10)
     return fig
 

@@ -214,6 +214,10 @@ def summary_table(series: list[Series]) -> TableModel:
             t.add([s.name, s.variant, s.unit, one, "–", "–", "needs 1 core and another count"])
             continue
         value, at = ratio
+        if (idle := s.unsaturated_baseline()) is not None:
+            t.add([s.name, s.variant, s.unit, rate(cells[0].best, s), str(at), rate(cells[-1].best, s),
+                   f"baseline not saturated (idles {idle:.0%})"], cell_styles={6: "poor"})
+            continue
         t.add([s.name, s.variant, s.unit, rate(cells[0].best, s), str(at), rate(cells[-1].best, s), f"{value:.2f}"],
               cell_styles={6: grade(value)})
     return t
