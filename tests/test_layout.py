@@ -55,11 +55,18 @@ def layer_of(module: str) -> int:
     return best
 
 
+def packages_above(module: str, known: set[str]) -> set[str]:
+    """Importing a.b.c runs a's and a.b's __init__ first: those are edges too."""
+    parts = module.split(".")
+    return {".".join(parts[:n]) for n in range(1, len(parts))} & known
+
+
 def graph() -> dict[str, set[str]]:
     mods = modules()
     known = set(mods)
-    # importing a.b.c also runs a.b's __init__, but those hold docstrings only (checked below)
-    return {m: imports_of(p, known) - {m} for m, p in mods.items()}
+    # A module's own packages too: importing mosbench.workloads.scale runs mosbench.workloads' __init__ first.
+    return {m: {e for d in (*imports_of(p, known), m) for e in (d, *packages_above(d, known))} - {m}
+            for m, p in mods.items()}
 
 
 def test_no_upward_import() -> None:
