@@ -89,6 +89,12 @@ run() {
     fi
 }
 
+# A missing binary, or one that lists nothing, would otherwise pass with "0 passed, 0 failed".
+if [[ ! -x $plain ]] || [[ -z $("$plain" --list 2>/dev/null) ]]; then
+    echo "FAIL $plain: missing, or its --list is empty" >&2
+    exit 1
+fi
+listed=$("$plain" --list | wc -l)
 check_list "$plain"
 while IFS=$'\t' read -r test verdict mode _; do
     run "$plain" "$test" "$mode" "$cpus" 2 "$pair_s"
@@ -99,4 +105,5 @@ while IFS=$'\t' read -r test verdict mode _; do
     done
 done < <("$plain" --list)
 echo "$(basename "$plain") selftest (cpus $cpus): $pass passed, $fail failed"
-((fail == 0))
+# Every situation checked: its --list line and at least its three plain runs.
+((fail == 0 && pass >= 4 * listed))
