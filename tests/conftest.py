@@ -1,5 +1,6 @@
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -28,6 +29,13 @@ def native_built() -> bool:
 
 needs_native = pytest.mark.skipif(not native_built(), reason="native/ not built (make -C native)")
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for cgroups and hotplug")
+
+
+def sigint_default() -> None:
+    """For a child a test will Ctrl-C: SIGINT back to its default. A suite started in the background
+    (`nohup make test &`) hands every child SIGINT ignored, and Python then installs no KeyboardInterrupt
+    handler, so the signal the test sends would go unheard."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def mosbench(*args: str, env: dict | None = None, **kw) -> subprocess.CompletedProcess:

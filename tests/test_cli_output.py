@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from mosbench.store import db as store
-from tests.conftest import ROOT, mosbench, needs_native
+from tests.conftest import ROOT, mosbench, needs_native, sigint_default
 
 LONG_COMMAND = ("mosbench run micro/getppid1 micro/page_fault1 micro/mmap1 micro/open1 micro/context_switch1 "
                 "micro/dup1 scale metis/invindex psearchy gmake memcached apache/close exim postgres/read-only "
@@ -48,7 +48,8 @@ def test_ctrl_c_mid_run_names_the_run_to_resume(tmp_path):
     db = tmp_path / "s.sqlite"
     proc = subprocess.Popen([sys.executable, "-m", "mosbench", "run", "micro/getppid1", "--cores", "1", "--trials",
                              "3", "--warmup", "0", "--duration", "2", "--store", str(db)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_default)
     said = []
     # Interrupted once its first point is stored, inside the second: measuring, with points to keep.
     for line in proc.stderr:

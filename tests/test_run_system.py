@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mosbench.machine.isolation import detect_cgroups
-from tests.conftest import ROOT, mosbench, needs_native, needs_root
+from tests.conftest import ROOT, mosbench, needs_native, needs_root, sigint_default
 
 pytestmark = needs_native
 
@@ -87,7 +87,7 @@ def test_ctrl_c_keeps_points_cleans_up_and_resumes(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "mosbench", "run", "micro/getppid1", "micro/page_fault1",
                              "--cores", "1,max", "--trials", "3", "--warmup", "0.3", "--duration", "1",
                              "--store", str(db)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=sigint_default)
     _wait_points(db, 2)
     time.sleep(0.5)  # land inside a point, with its driver and cgroups alive
     proc.send_signal(signal.SIGINT)
@@ -190,7 +190,7 @@ def test_hotplug_restores_cpus_after_ctrl_c(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "mosbench", "run", "micro/getppid1", "--cores", "1",
                              "--isolation", "hotplug", "--trials", "5", "--warmup", "0.2", "--duration", "1",
                              "--store", str(db)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=sigint_default)
     try:
         _wait_points(db, 1)
         assert online.read_text() != before, "hotplug took no CPU offline"
