@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from mosbench import cpulist
@@ -36,26 +36,61 @@ def _facts(host: remote.ClientHost, online: int) -> remote.HostFacts:
                             "169.254.7.1 dev eth0 src 169.254.9.2 uid 0")
 
 
-@given(ports=st.integers(1, 300), per_port=st.integers(1, 4096), hosts=st.integers(1, 64))
-def test_every_port_gets_exactly_its_contexts_over_all_hosts(ports: int, per_port: int, hosts: int) -> None:
+def _given_out(ports: int, per_port: int, hosts: int) -> tuple[list[int], dict[int, list[int]]]:
+    """Each host's load (its ports × its contexts on each; 0 for a host with no share) and, per port, the
+    contexts each host on it was given (0 for a host of the port's with no share)."""
     port_list = list(range(20000, 20000 + ports))
-    given_out = dict.fromkeys(port_list, 0)
+    on_port: dict[int, list[int]] = {p: [] for p in port_list}
     loads = []
     for h in range(hosts):
         mine = remote.slot_share(port_list, per_port, h, hosts)
         if mine is None:
             # Only a host that would have had less than one context of a port it shares has nothing.
             assert ports < hosts and per_port < len(range(h % ports, hosts, ports))
+            on_port[port_list[h % ports]].append(0)
+            loads.append(0)
             continue
         mine_ports, count = mine
         assert mine_ports and count >= 1
         for p in mine_ports:
-            given_out[p] += count
+            on_port[p].append(count)
         loads.append(len(mine_ports) * count)
-    assert set(given_out.values()) == {per_port}
-    # No host carries more than its fair part by more than one port's or one context's worth.
+    return loads, on_port
+
+
+@given(ports=st.integers(1, 300), per_port=st.integers(1, 4096), hosts=st.integers(1, 64))
+@example(ports=256, per_port=8, hosts=22)  # more ports than hosts: the paper's memcached at 256 cores
+@example(ports=300, per_port=4096, hosts=64)
+@example(ports=64, per_port=3, hosts=64)  # as many: a port each
+@example(ports=3, per_port=100, hosts=22)  # more hosts than ports: they share each port's contexts
+@example(ports=2, per_port=7, hosts=3)  # one port shared by two hosts, the other a host's alone
+@example(ports=1, per_port=3, hosts=64)  # more hosts on the port than it has contexts
+def test_every_port_gets_exactly_its_contexts_over_all_hosts(ports: int, per_port: int, hosts: int) -> None:
+    loads, on_port = _given_out(ports, per_port, hosts)
+    assert {p: sum(counts) for p, counts in on_port.items()} == dict.fromkeys(on_port, per_port)
+    # No host carries more than its fair part by more than one port's worth.
     fair = ports * per_port / hosts
-    assert max(loads) <= fair + max(per_port, 1)
+    assert max(loads) <= fair + per_port
+    if ports >= hosts:
+        # Whole ports, every host some, as evenly as whole ports go: within one port's worth of each other.
+        assert min(loads) > 0 and max(loads) - min(loads) <= per_port, loads
+    else:
+        # A port's contexts are shared by its hosts within one context of each other, so no host carries
+        # more than its port's fair part (per_port over the hosts on it) rounded up, nor more than
+        # per_port over the fewest hosts any port has.
+        for p, counts in on_port.items():
+            assert len(counts) == len(range(p - 20000, hosts, ports))
+            assert max(counts) - min(counts) <= 1, (p, counts)
+            assert max(counts) <= -(-per_port // len(counts)), (p, counts)
+        assert max(loads) <= -(-per_port // (hosts // ports)), loads
+
+
+@pytest.mark.parametrize(("ports", "per_port", "hosts", "loads"), [
+    (10, 8, 4, [24, 24, 16, 16]),  # more ports than hosts: 3, 3, 2 and 2 ports of 8
+    (3, 10, 7, [3, 5, 5, 3, 5, 5, 4]),  # more hosts than ports: port 0's 10 over 3 hosts, 1's and 2's over 2
+])
+def test_each_hosts_load_on_a_small_rack(ports: int, per_port: int, hosts: int, loads: list[int]) -> None:
+    assert _given_out(ports, per_port, hosts)[0] == loads
 
 
 @given(total=st.integers(0, 100_000), hosts=st.integers(1, 300))

@@ -22,17 +22,38 @@ def stat(**per_cpu: CpuTimes) -> dict[int, CpuTimes]:
 
 
 def test_what_is_left_after_the_points_the_kernels_and_the_harnesss_time_is_others():
-    before = stat(cpu0=CpuTimes(), cpu1=CpuTimes(), cpu2=CpuTimes())
-    after = stat(cpu0=CpuTimes(user=1.5, system=0.3, irq=0.05, softirq=0.1, idle=0.05),
-                 cpu1=CpuTimes(user=1.0, system=0.5, idle=0.4, steal=0.1),
-                 cpu2=CpuTimes(user=2.0))  # not measured: whatever ran there is no business of the point's
-    found = interference.account(before, after, (0, 1), window_s=2.0, ours_s=2.9, kernel_threads_s=0.2,
-                                 harness_s=0.05)
-    assert found.interrupts_s == pytest.approx(0.15)
-    assert found.other_s == pytest.approx(3.45 - 0.15 - 2.9 - 0.2 - 0.05)
-    assert found.steal_s == pytest.approx(0.1) and found.capacity_s == pytest.approx(4.0)
-    assert found.share == pytest.approx((0.15 + 0.1) / 4.0)
-    assert interference.describe(found.as_metrics()).startswith("6.2% of the point's CPU time")
+    """Every kind of time differs from every other, in each CPU's counters and in total, so a term taken
+    for another, left out, or counted twice changes a figure below."""
+    before = stat(cpu0=CpuTimes(user=10.0, nice=1.0, system=5.0, idle=100.0, iowait=2.0, irq=0.5, softirq=0.7,
+                                steal=0.3),
+                  cpu1=CpuTimes(user=20.0, nice=2.0, system=6.0, idle=90.0, iowait=3.0, irq=0.6, softirq=0.8,
+                                steal=0.4),
+                  cpu2=CpuTimes())
+    # Over the window: CPU 0 user 1.3, nice 0.035, system 0.35, idle 0.13, iowait 0.011, irq 0.03,
+    # softirq 0.07, steal 0.02; CPU 1 user 0.9, nice 0.055, system 0.45, idle 0.41, iowait 0.02, irq 0.01,
+    # softirq 0.05, steal 0.04.
+    after = stat(cpu0=CpuTimes(user=11.3, nice=1.035, system=5.35, idle=100.13, iowait=2.011, irq=0.53,
+                               softirq=0.77, steal=0.32),
+                 cpu1=CpuTimes(user=20.9, nice=2.055, system=6.45, idle=90.41, iowait=3.02, irq=0.61, softirq=0.85,
+                               steal=0.44),
+                 # not measured: whatever ran there is no business of the point's
+                 cpu2=CpuTimes(user=2.0, nice=0.3, system=0.6, irq=0.25, softirq=0.15, steal=0.45))
+    found = interference.account(before, after, (0, 1), window_s=2.0, ours_s=2.6, kernel_threads_s=0.13,
+                                 harness_s=0.07)
+    # Totals over CPUs 0 and 1: user 2.2, nice 0.09, system 0.8, idle 0.54, iowait 0.031, irq 0.04,
+    # softirq 0.12, steal 0.06. Busy is user + nice + system + irq + softirq = 3.25 (idle, iowait and
+    # steal are not), of which interrupts 0.16; the point's own 2.6, kernel threads 0.13, the harness
+    # 0.07; the rest, 0.29, others'.
+    assert found.interrupts_s == pytest.approx(0.16)
+    assert found.other_s == pytest.approx(0.29)
+    assert found.steal_s == pytest.approx(0.06)
+    assert found.kernel_threads_s == pytest.approx(0.13) and found.harness_s == pytest.approx(0.07)
+    assert found.capacity_s == pytest.approx(4.0)
+    assert found.share == pytest.approx((0.29 + 0.06) / 4.0)
+    assert found.as_metrics() == {"other_s": 0.29, "steal_s": 0.06, "interrupts_s": 0.16, "kernel_threads_s": 0.13,
+                                  "harness_s": 0.07, "capacity_s": 4.0, "share": 0.0875}
+    assert interference.describe(found.as_metrics()) == (
+        "8.8% of the point's CPU time (others 0.29 s, steal 0.06 s of 4 s)")
 
 
 def test_a_point_that_was_all_its_own_reads_no_interference_never_a_negative_figure():

@@ -1,6 +1,7 @@
 """Kernels side by side: naming a kernel, deciding with more trials, A B B A rounds, and a bisection
 replayed on a small git history (the real end-to-end runs are `make ab-rt` and `make bisect-demo`)."""
 
+import hashlib
 import itertools
 import random
 import shutil
@@ -18,11 +19,15 @@ from mosbench.store.db import Store, now
 NINE_P = "kernel/fs/9p/9p.ko"
 
 
-def _image(path: Path, release: str) -> Path:
-    """A file laid out as an x86 boot image: the setup header's magic at 0x202 and the version pointer."""
+def _image(path: Path, release: str, decoy: str | None = None) -> Path:
+    """A file laid out as an x86 boot image: the setup header's magic at 0x202 and the version pointer;
+    `decoy`, a version string earlier in the file that the pointer does not point to."""
     data = bytearray(0x1000)
     data[0x202:0x206] = b"HdrS"
     data[0x20E:0x210] = (0x400 - 0x200).to_bytes(2, "little")
+    if decoy is not None:
+        other = f"{decoy} (not the pointer's)".encode()
+        data[0x300:0x300 + len(other)] = other
     text = f"{release} (builder@host) #1 SMP".encode()
     data[0x400:0x400 + len(text)] = text
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -38,12 +43,22 @@ def _modules(root: Path, release: str, nine_p: bool = True) -> None:
         (d / NINE_P).write_bytes(b"")
 
 
-def test_an_image_says_its_release():
-    assert kernels.image_release(Path("/nonexistent")) is None
+def test_an_image_says_its_release(tmp_path):
+    """Without a setup header the release is the image's own text, its first "N.N.N… (", whatever the
+    file is called; a file that is missing or says none has no release."""
+    image = tmp_path / "vmlinuz-9.9.9-the-name"
+    image.write_bytes(b"\x7fELF" + bytes(300) + b"Linux version 6.1.0-9-from-the-bytes (debian-kernel@lists) "
+                      b"#1 SMP\x00 and later 5.10.0-second (x)")
+    assert kernels.image_release(image) == "6.1.0-9-from-the-bytes"
+    assert kernels.image_release(tmp_path / "nonexistent") is None
+    (tmp_path / "vmlinuz-6.1.0-9-amd64").write_bytes(b"no version here")
+    assert kernels.image_release(tmp_path / "vmlinuz-6.1.0-9-amd64") is None
 
 
 def test_an_image_s_release_is_read_from_its_setup_header(tmp_path):
-    assert kernels.image_release(_image(tmp_path / "bzImage", "6.1.0-rc1-demo+")) == "6.1.0-rc1-demo+"
+    # The header's pointer is followed past an earlier version string the file holds.
+    image = _image(tmp_path / "bzImage", "6.1.0-rc1-demo+", decoy="5.10.0-earlier")
+    assert kernels.image_release(image) == "6.1.0-rc1-demo+"
     (tmp_path / "text").write_bytes(b"no version here")
     assert kernels.image_release(tmp_path / "text") is None
 
@@ -62,6 +77,14 @@ def test_an_installed_kernel_by_version(tmp_path):
         kernels.resolve("6.1.0-9-cloud-amd64", boot, mods)
 
 
+def _installed_state() -> tuple[str, tuple[str, ...]]:
+    """What installing a kernel package changes: dpkg's status database and /boot."""
+    status = Path("/var/lib/dpkg/status")
+    digest = hashlib.sha256(status.read_bytes()).hexdigest() if status.is_file() else ""
+    boot = Path("/boot")
+    return digest, tuple(sorted(p.name for p in boot.iterdir())) if boot.is_dir() else ()
+
+
 @pytest.mark.skipif(not shutil.which("dpkg-deb"), reason="no dpkg-deb")
 def test_a_package_is_unpacked_into_the_cache_never_installed(tmp_path, monkeypatch):
     monkeypatch.setattr(kernels, "cache_root", lambda: tmp_path / "cache")
@@ -72,13 +95,36 @@ def test_a_package_is_unpacked_into_the_cache_never_installed(tmp_path, monkeypa
     (root / "DEBIAN").mkdir()
     (root / "DEBIAN/control").write_text("Package: linux-image-6.1.0-9-rt-amd64\nVersion: 1\nArchitecture: amd64\n"
                                          "Maintainer: test <t@invalid>\nDescription: test\n")
-    deb = tmp_path / "linux-image-6.1.0-9-rt-amd64_1_amd64.deb"
+    # Named for nothing in it: the release must come from what the package holds.
+    deb = tmp_path / "a-kernel.deb"
     subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(root), str(deb)], check=True, capture_output=True)
+
+    # Every command resolve runs is recorded; only dpkg-deb's extraction into the cache is let run, so a
+    # resolve that tried to install (dpkg -i, apt) is caught before it could touch this machine.
+    real_run = subprocess.run
+    commands: list[list[str]] = []
+
+    def run(args, *a, **kw):
+        commands.append([str(x) for x in args])
+        if list(args[:2]) == ["dpkg-deb", "-x"] and Path(args[3]).is_relative_to(tmp_path / "cache"):
+            return real_run(args, *a, **kw)
+        return subprocess.CompletedProcess(args, 1, "", "not run by the test")
+
+    monkeypatch.setattr(kernels.subprocess, "run", run)
+    before = _installed_state()
     k = kernels.resolve(str(deb))
     assert (k.origin, k.release) == ("package", "6.1.0-9-rt-amd64")
     assert k.image.is_relative_to(tmp_path / "cache" / "kernels")
+    assert k.image.read_bytes() == (root / "boot/vmlinuz-6.1.0-9-rt-amd64").read_bytes()
     assert kernels.read_config(k.config) == {"CONFIG_PREEMPT_RT": "y"}
-    assert kernels.resolve(str(deb)).image == k.image  # unpacked once
+    assert kernels.resolve(str(deb)).image == k.image
+    # unpacked once, and nothing else run
+    assert [c[:3] for c in commands] == [["dpkg-deb", "-x", str(deb.resolve())]], commands
+    assert _installed_state() == before
+    monkeypatch.undo()
+    if shutil.which("dpkg-query"):
+        known = subprocess.run(["dpkg-query", "-W", "linux-image-6.1.0-9-rt-amd64"], capture_output=True, text=True)
+        assert known.returncode != 0 and not known.stdout, known.stdout
 
 
 def test_a_built_tree_and_what_a_tree_lacks(tmp_path):
