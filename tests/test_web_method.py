@@ -8,7 +8,8 @@ import pytest
 from mosbench.analysis import baseline
 from mosbench.errors import PointFailed, UserError
 from mosbench.machine import schedstat
-from mosbench.workloads import fileset, get
+from mosbench.workloads import fileset
+from mosbench.workloads.registry import get
 from mosbench.workloads.server import steps
 from mosbench.workloads.server.base import parse_rate, rate_at
 from mosbench.workloads.server.loadgen import behind_schedule, client_metrics
