@@ -77,8 +77,27 @@ store_option = click.option("--store", "store_url", envvar="MOSBENCH_STORE", def
 
 
 def _table_console() -> Console:
-    """Piped output has no width to fit: give tables room rather than cut numbers."""
-    return console if stdout.isatty() else Console(file=stdout, width=160, emoji=False, markup=False)
+    """Tables fit the terminal's width, or in a pipe COLUMNS where set and 80 where not; a table lays itself
+    out in it (report/table.py), so print it with crop=False: one that cannot fit is drawn wider, not cut."""
+    if stdout.isatty():
+        return console
+    columns = os.environ.get("COLUMNS", "")
+    width = int(columns) if columns.isdigit() and int(columns) > 0 else 80
+    return Console(file=stdout, width=width, emoji=False, markup=False)
+
+
+def _print_indented(out: Console, line: str) -> None:
+    """A line under a table, indented and folded at the console's width at its spaces (a number whole)."""
+    import textwrap
+
+    out.print(textwrap.fill(line, width=out.width, initial_indent="  ", subsequent_indent="  ",
+                            break_long_words=False, break_on_hyphens=False),
+              markup=False, highlight=False, soft_wrap=True)
+
+
+wide_option = click.option("--wide", is_flag=True,
+                           help="Every column, at the width it needs (by default the essential ones fit the "
+                                "terminal, or 80 columns in a pipe; the HTML report has them all).")
 
 
 class FiniteFloat(click.ParamType):
@@ -259,9 +278,11 @@ def runs(store_url) -> None:
 
 @cli.command()
 @click.argument("run_ref", default="latest")
+@wide_option
 @store_option
-def show(run_ref, store_url) -> None:
-    """A run as a terminal table (RUN is an id or 'latest')."""
+def show(run_ref, wide, store_url) -> None:
+    """A run as terminal tables (RUN is an id or 'latest'): the essential columns in the terminal's width
+    (80 in a pipe), every column with --wide."""
     _recover()
     db = store.Store(store_url)
     from mosbench.analysis import commute, verdict
@@ -273,26 +294,30 @@ def show(run_ref, store_url) -> None:
     series = analysis.build_series(pts)
     console = _table_console()
     console.print(f"run #{r['id']} ({r['status']}) on {r['environment']['hostname']}, "
-                  f"kernel {r['environment']['kernel']}: {r['environment'].get('topology_summary', '')}")
+                  f"kernel {r['environment']['kernel']}: {r['environment'].get('topology_summary', '')}",
+                  soft_wrap=False)
     if banner := rows.interference_banner(series):
-        console.print(f"⚠ {banner}", style="red", markup=False, highlight=False)
+        console.print(f"⚠ {banner}", style="red", markup=False, highlight=False, soft_wrap=False)
     curves = [s for s in series if s.workload != commute.WORKLOAD]
-    for t in table.series_tables(curves):
-        console.print(t)
+    shown = list(table.series_tables(curves, wide))
     found_profiles = profiles.by_series(pts)
     if found := commute.results(series):
-        console.print(table.render(commute_report.situations_table(found)))
-        console.print(table.render(commute_report.not_scaling_table(series, found, found_profiles)))
+        shown += [table.render(commute_report.situations_table(found), wide),
+                  table.render(commute_report.not_scaling_table(series, found, found_profiles), wide)]
+    for t in shown:
+        console.print(t, crop=False)
     from mosbench.report import webmethod
     for s, steps, judged in webmethod.baselines(curves):
-        console.print(table.render(webmethod.baseline_table(f"{s.name} ({s.variant})", steps, judged, s.unit)))
+        console.print(table.render(webmethod.baseline_table(f"{s.name} ({s.variant})", steps, judged, s.unit), wide),
+                      crop=False)
         console.print(judged.text(s.workload), style=None if judged.valid else "red", markup=False,
-                      highlight=False)
+                      highlight=False, soft_wrap=False)
     if qos := webmethod.qos_table(curves):
-        console.print(table.render(qos))
-    console.print(table.summary_table(curves))
+        console.print(table.render(qos, wide), crop=False)
+    console.print(table.summary_table(curves, wide), crop=False)
     advice = verdict.profile_advice(r["environment"])
-    console.print(table.render(rows.verdict_table(verdict.judge_all(curves, found_profiles, advice))))
+    console.print(table.render(rows.verdict_table(verdict.judge_all(curves, found_profiles, advice)), wide),
+                  crop=False)
 
 
 def _check_writable(output: Path) -> None:
@@ -328,14 +353,16 @@ def report(run_refs, output: Path, store_url) -> None:
               help="A gate: exit 1 when any matched point is significantly slower than the baseline by more "
                    "than PCT percent (exit 0 otherwise, 2 for errors).")
 @click.option("--json", "as_json", is_flag=True, help="The comparison as JSON on stdout, for CI systems.")
+@wide_option
 @store_option
-def compare(run_refs, include_interfered, fail_on, as_json, store_url) -> None:
+def compare(run_refs, include_interfered, fail_on, as_json, wide, store_url) -> None:
     """Runs compared with the first (RUN is an id or 'latest'): the environment's differences first,
     then each matched point's change with its 95% interval, flagged where Welch's t-test says so.
     Trials that other programs interfered with are left out unless --include-interfered."""
     import json
 
     from mosbench.analysis import compare as comparing
+    from mosbench.report import rows
 
     if len(run_refs) < 2:
         raise UserError("compare needs two runs or more: mosbench compare BASELINE OTHER [OTHER…]")
@@ -351,7 +378,7 @@ def compare(run_refs, include_interfered, fail_on, as_json, store_url) -> None:
         click.echo(json.dumps(comparing.as_json(found, fail_on), indent=1))
         sys.exit(1 if regressed else 0)
     out = _table_console()
-    _print_comparison(out, found, series)
+    _print_comparison(out, found, series, wide)
     if fail_on is None:
         return
     if not regressed:
@@ -359,8 +386,10 @@ def compare(run_refs, include_interfered, fail_on, as_json, store_url) -> None:
         return
     for label, c in regressed:
         name = f"{c.workload}/{c.test}" if c.test else c.workload
+        # A line each, however long: for grep.
         out.print(f"REGRESSION {label}: {name} {c.variant} at {c.cores} cores: {c.ratio:.3f}× the baseline "
-                  f"[{c.low:.3f}, {c.high:.3f}], p {c.p:.2g}", markup=False, highlight=False)
+                  f"[{c.low:.3f}, {c.high:.3f}], p {rows.p_value(c.p)}", markup=False, highlight=False,
+                  soft_wrap=True)
     out.print(f"{len(regressed)} point{'s' if len(regressed) != 1 else ''} significantly slower than the baseline "
               f"by more than {fail_on:g}%", markup=False)
     sys.exit(1)
@@ -373,7 +402,7 @@ def _comparison(db: store.Store, runs: list[dict], include_interfered: bool = Fa
     return comparing.compare_runs(runs, series, comparing.run_labels(runs), include_interfered), series
 
 
-def _print_comparison(out: Console, found, series) -> None:
+def _print_comparison(out: Console, found, series, wide: bool = False) -> None:
     """compare's tables: the environment's differences, every matched point, commutativity changes."""
     from mosbench.analysis import commute
     from mosbench.analysis import compare as comparing
@@ -381,15 +410,16 @@ def _print_comparison(out: Console, found, series) -> None:
     from mosbench.report import rows
 
     for model in rows.comparison_tables(found):
-        out.print(table.render(model))
+        out.print(table.render(model, wide), crop=False)
     base_pairs = commute.results(series[0])
     for label, other in zip(found.labels[1:], series[1:], strict=True):
         if changes := commute.changed(base_pairs, commute.results(other)):
-            out.print(table.render(commute_report.changes_table(found.labels[0], label, changes)))
+            out.print(table.render(commute_report.changes_table(found.labels[0], label, changes), wide), crop=False)
     significant = sum(c.significant for run in found.changes for c in run)
     out.print(f"{significant} significant change{'s' if significant != 1 else ''} "
               f"(Welch's t-test, p < {comparing.ALPHA}) among "
-              f"{sum(c.matched for run in found.changes for c in run)} points measured in both runs.", markup=False)
+              f"{sum(c.matched for run in found.changes for c in run)} points measured in both runs.", markup=False,
+              soft_wrap=True)
 
 
 @cli.command()
@@ -442,8 +472,9 @@ def model() -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Also draw it (PNG or SVG).")
 @click.option("--json", "as_json", is_flag=True,
               help="The fits as JSON on stdout: parameters and predictions with their intervals, the hold-out.")
+@wide_option
 @store_option
-def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, as_json, store_url) -> None:
+def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, as_json, wide, store_url) -> None:
     """Ticket against scalable locks in the Markov model of "Non-scalable locks are dangerous".
 
     With RUN (default: the latest run), a, s and c are fitted to its scale/lock points for each lock
@@ -483,11 +514,13 @@ def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, as_json, store_url) -> 
                                "models": [{"variant": name, **f.as_json(counts)} for name, f in fits.items()]},
                               indent=1))
     else:
-        _table_console().print(table.lock_model_table(fits, up_to))
+        out = _table_console()
+        for t in table.lock_model_tables(fits, up_to, wide):
+            out.print(t, crop=False)
         for name, f in fits.items():
             for line in (f.note, f.undetermined):
                 if line and line != "given":
-                    console.print(f"  {name}: {line}", markup=False)
+                    _print_indented(out, f"{name}: {line}")
     if output:
         from mosbench.report import plots
 
@@ -505,8 +538,9 @@ def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, as_json, store_url) -> 
               help="Also draw each test's fits into this directory (PNG and SVG).")
 @click.option("--json", "as_json", is_flag=True,
               help="The fits as JSON on stdout: parameters and predictions with their intervals, the hold-out.")
+@wide_option
 @store_option
-def model_scaling(run_ref, up_to, output, as_json, store_url) -> None:
+def model_scaling(run_ref, up_to, output, as_json, wide, store_url) -> None:
     """Amdahl's law and the Universal Scalability Law fitted to every curve of RUN (default: latest),
     with 95% bootstrap intervals, the predicted peak, per-core throughput past the measured cores with
     its 95% prediction interval and, from four core counts, the largest held out and predicted."""
@@ -527,12 +561,14 @@ def model_scaling(run_ref, up_to, output, as_json, store_url) -> None:
                           "variants": [{"variant": s.variant, "models": [f.as_json(counts) for f in
                                                                           fits[s.variant].values()]} for s in group]})
         else:
-            _table_console().print(table.render(rows.scaling_table(group, fits, up_to)))
+            out = _table_console()
+            for t in rows.scaling_tables(group, fits, up_to):
+                out.print(table.render(t, wide), crop=False)
             for s in group:
                 for f in fits[s.variant].values():
                     line = f"refused: {f.reason}" if isinstance(f, scaling.Refusal) else f.undetermined
                     if line:
-                        console.print(f"  {s.variant} {f.label}: {line}", markup=False)
+                        _print_indented(out, f"{s.variant} {f.label}: {line}")
         if output and (fig := plots.scaling_figure(group, fits, up_to)):
             stem = f"{plots.file_stem(name)}_scaling"
             plots.save(fig, output, stem)

@@ -1,8 +1,10 @@
 """The report's tables as data: built once here, rendered to the terminal (table.py) and to HTML.
 
 A table is columns and rows of text with a style per row or cell ("failed", or a scalability grade);
-each renderer maps a style to its own colour. Columns marked `wide` hold long text (the workload's own
-metrics) that the HTML report shows and an 80-column terminal leaves out.
+each renderer maps a style to its own colour. The HTML report shows every column. The terminal (table.py)
+shows the essential ones in 80 columns and the rest only with --wide: columns marked `essential=False`
+(a point's CPUs, the median and spread, steal, the client's columns, a parameter's interval) and those
+marked `wide`, long text (the workload's own metrics) the report sets small.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from mosbench.analysis.cells import (
     point_notes,
     rate_scale,
 )
-from mosbench.units import latency, si
+from mosbench.units import latency, plain, si
 from mosbench.workloads.base import PointNote
 
 
@@ -42,11 +44,22 @@ def cpu_unit(s: Series) -> tuple[float, str]:
 
 
 def _num(x: float | None, scale: float = 1.0) -> str:
-    return "–" if x is None else f"{x * scale:.3g}"
+    """A number in a column that names its unit: 3 significant figures, no exponent ("2,360", "0.0157")."""
+    return "–" if x is None else plain(x * scale)
 
 
 def _share(x: float | None) -> str:
     return "–" if x is None else f"{x:.0%}"
+
+
+def _signed(x: float) -> str:
+    """A change with its sign: "+2,360", "-0.5"."""
+    return ("+" if x >= 0 else "") + plain(x)
+
+
+def p_value(p: float) -> str:
+    """A test's p to two figures, without an exponent: "0.012", "<0.0001"."""
+    return "<0.0001" if p < 1e-4 else plain(p, 2)
 
 
 @dataclass(frozen=True)
@@ -54,7 +67,8 @@ class Column:
     title: str
     left: bool = False  # text columns; numbers are right-aligned
     wraps: bool = False  # long text folds (CPU lists, reasons); numbers are never cut
-    wide: bool = False  # HTML only
+    wide: bool = False  # long text: the HTML report's (small), the terminal's only with --wide
+    essential: bool = True  # False: the terminal shows it only with --wide (the HTML report always)
 
 
 @dataclass
@@ -79,6 +93,17 @@ class TableModel:
         i = [c.title for c in self.columns].index(title)
         return [r.cells[i] for r in self.rows]
 
+    def part(self, title: str, titles: list[str], note: str | None = None) -> TableModel:
+        """Some of the columns (by title, in that order; those absent left out), as a table of their own:
+        where one table of every column cannot fit a terminal, its parts can."""
+        index = {c.title: i for i, c in enumerate(self.columns)}
+        picked = [index[t] for t in titles if t in index]
+        t = TableModel(title, [self.columns[i] for i in picked], breaks=set(self.breaks), note=note)
+        for r in self.rows:
+            t.add([r.cells[i] for i in picked], r.style,
+                  {new: r.cell_styles[old] for new, old in enumerate(picked) if old in r.cell_styles})
+        return t
+
 
 def cell_tables(series: list[Series]) -> list[TableModel]:
     """Per test, every (variant, cores): best/median/spread per core, CPU time per unit, idle and steal,
@@ -101,16 +126,21 @@ def cell_tables(series: list[Series]) -> list[TableModel]:
         any_client = any(c.loadgen for s in group for c in s.cells.values())
         any_interfered = any(t.interfered for s in group for c in s.cells.values() for t in c.trials)
         any_limit = any_client or any_interfered or any(n for by_trial in notes.values() for n in by_trial)
-        cols = [Column("variant", left=True), Column("cores"), Column("cpus", left=True, wraps=True)]
+        # In 80 columns: variant, cores, best, n, ±95%, user, sys, idle, limit and failed where any; the
+        # rest with --wide and in the report.
+        cols = [Column("variant", left=True), Column("cores"),
+                Column("cpus", left=True, wraps=True, essential=False)]
         if any_client:
-            cols.append(Column("client cpus", left=True, wraps=True))
-        cols += [Column(f"best /{per}/core"), Column("median"), Column("min–max"), Column("n"), Column("±95%"),
+            cols.append(Column("client cpus", left=True, wraps=True, essential=False))
+        cols += [Column(f"best /{per}/core"), Column("median", essential=False),
+                 Column("min–max", essential=False), Column("n"), Column("±95%"),
                  Column(f"user {cpu_name}"), Column(f"sys {cpu_name}")]
         if any_client:
-            cols.append(Column(f"client {cpu_name} u+s"))
-        cols += [Column("idle"), Column("steal"), *(Column(own.title) for own in own_columns)]
+            cols.append(Column(f"client {cpu_name} u+s", essential=False))
+        cols += [Column("idle"), Column("steal", essential=False),
+                 *(Column(own.title, essential=False) for own in own_columns)]
         if any_client:
-            cols.append(Column("client p99"))
+            cols.append(Column("client p99", essential=False))
         if any_limit:
             cols.append(Column("limit", left=True, wraps=True))
         if any_failed:
@@ -204,8 +234,10 @@ def metrics_text(m: dict, hidden: set[str]) -> str:
 def summary_table(series: list[Series]) -> TableModel:
     """Figure 3 in numbers: per-core throughput at the most cores relative to one core."""
     t = TableModel("Per-core throughput at the most cores relative to one core (1.0 = perfect scaling)",
-                   [Column("test", left=True), Column("variant", left=True), Column("unit", left=True),
-                    Column("1 core"), Column("at cores"), Column("per core"), Column("ratio")])
+                   [Column("test", left=True), Column("variant", left=True),
+                    Column("unit", left=True, essential=False),  # each test's table above names it
+                    Column("1 core"), Column("at cores"), Column("per core"),
+                    Column("ratio", wraps=True)])  # or why there is none: words that fold
     for s in series:
         ratio = s.scalability()
         cells = s.ok_cells()
@@ -235,10 +267,22 @@ def _total_at(f, n: int) -> float:
 
 def _param(value: float, interval: tuple[float, float] | None, fmt: str) -> str:
     """A parameter with its interval, "0.00049 [0–0.0012]": the solver's zeros (1e-29) written as 0."""
-    def text(x: float) -> str:
-        return "0" if abs(x) < 1e-12 else f"{x:{fmt}}"
+    return _param_value(value, fmt) + (f" {_param_interval(interval, fmt)}" if interval else "")
 
-    return text(value) + (f" [{text(interval[0])}–{text(interval[1])}]" if interval else "")
+
+def _param_interval(interval: tuple[float, float] | None, fmt: str) -> str:
+    """A parameter's interval alone, "[0–0.0012]"; "–" without one."""
+    if not interval:
+        return "–"
+    return f"[{_param_value(interval[0], fmt)}–{_param_value(interval[1], fmt)}]"
+
+
+def _param_value(x: float, fmt: str) -> str:
+    """A parameter: the solver's zeros (1e-29) written as 0; two figures without an exponent ("0.00049",
+    "1.2"), but a coherency of a few millionths keeps its "3.4e-06" (never an "e+")."""
+    if abs(x) < 1e-12:
+        return "0"
+    return plain(x, 2) if abs(x) >= 1e-4 else f"{x:{fmt}}"
 
 
 def count_interval(value: float, interval: tuple[float, float] | None, measured_max: int) -> str:
@@ -261,9 +305,8 @@ def count_interval(value: float, interval: tuple[float, float] | None, measured_
 
 
 def _end(x: float) -> str:
-    """An interval's end, to two figures where that is no exponent: "31k", "440k", "2.1M"."""
-    short = si(x, 2)
-    return si(x, 3) if "e" in short else short
+    """An interval's end, to two figures: "31k", "440k", "2.1M"."""
+    return si(x, 2)
 
 
 def predicted(f, n: int, factor: float = 1.0) -> str:
@@ -302,7 +345,9 @@ HOLDOUT_NOTE = ("[ ]: 95% intervals; past the measured cores, of a new measureme
 def scaling_table(group: list[Series], fits: dict, up_to: int) -> TableModel:
     """Each curve's fitted models (Amdahl, the USL, the workload's own): parameters with their 95%
     bootstrap intervals where the model has them, the predicted peak, per-core throughput carried past
-    the measured cores with its prediction interval, the hold-out's error, or why a model was refused."""
+    the measured cores with its prediction interval, the hold-out's error, or why a model was refused.
+
+    Every column for the report; the terminal shows it in two parts (scaling_tables)."""
     from mosbench.analysis.scaling import ModelFit, Refusal
 
     first = group[0]
@@ -311,25 +356,45 @@ def scaling_table(group: list[Series], fits: dict, up_to: int) -> TableModel:
     counts = extrapolation_counts(measured_max, up_to)
     t = TableModel(f"{first.name}: scaling models ({first.unit}/{per}/core; [95% bootstrap interval])",
                    [Column("variant", left=True), Column("model", left=True), Column(f"λ /{per}"),
-                    # The parameters' intervals fold under their values where the terminal is narrow.
-                    Column("σ contention", wraps=True), Column("κ coherency", wraps=True), Column("peak at"),
-                    *(Column(f"{n} cores") for n in counts), Column("fit err"), Column("held out"),
+                    Column("σ contention"), Column("σ interval", essential=False),
+                    Column("κ coherency"), Column("κ interval", essential=False), Column("peak at"),
+                    # The first and last count past the measured cores in 80 columns, any between with --wide.
+                    *(Column(f"{n} cores", essential=n in (counts[0], counts[-1])) for n in counts),
+                    Column("fit err"), Column("held out"),
                     Column("note", left=True, wraps=True, wide=True)], note=HOLDOUT_NOTE)
     for s in group:
         for model, f in fits[s.variant].items():
             if isinstance(f, Refusal):
-                t.add([s.variant, f.label, *("–" for _ in range(6 + len(counts))), f"refused: {f.reason}"])
+                t.add([s.variant, f.label, *("–" for _ in range(8 + len(counts))), f"refused: {f.reason}"])
                 continue
             fitted = isinstance(f, ModelFit)
+            usl = fitted and model == "usl"
             held, style = holdout_cell(f)
             row = [s.variant, f.label, si(_total_at(f, 1) * factor),
-                   _param(f.sigma, f.ci.get("sigma"), ".2g") if fitted else "–",
-                   _param(f.kappa, f.ci.get("kappa"), ".2g") if fitted and model == "usl" else "–",
+                   _param_value(f.sigma, ".2g") if fitted else "–",
+                   _param_interval(f.ci.get("sigma"), ".2g") if fitted else "–",
+                   _param_value(f.kappa, ".2g") if usl else "–",
+                   _param_interval(f.ci.get("kappa"), ".2g") if usl else "–",
                    peak_cell(f, up_to, measured_max), *(predicted(f, n, factor) for n in counts),
                    f"{f.rms_log_error:.1%}", held, f.describe()]
             t.add(row, cell_styles={len(row) - 2: style} if style else {})
         t.breaks.add(len(t.rows) - 1)
     return t
+
+
+def scaling_tables(group: list[Series], fits: dict, up_to: int) -> list[TableModel]:
+    """The terminal's scaling table, in two parts that each fit 80 columns: the fits (parameters, error,
+    hold-out) and what they predict (the peak, per-core throughput past the measured cores)."""
+    full = scaling_table(group, fits, up_to)
+    first = group[0]
+    _, per = rate_scale(first)
+    titles = [c.title for c in full.columns]
+    fitted = full.part(f"{first.name}: scaling models fitted ({first.unit}/{per}/core)",
+                       [t for t in titles if t not in ("peak at",) and not t.endswith(" cores")])
+    predicted_ = full.part(f"{first.name}: what they predict ({first.unit}/{per}/core; [95% prediction "
+                           "interval])", ["variant", "model", "peak at", *(t for t in titles if t.endswith(" cores"))],
+                           note=HOLDOUT_NOTE)
+    return [fitted, predicted_]
 
 
 def lock_model_counts(fits: dict, up_to: int) -> list[int]:
@@ -360,6 +425,16 @@ def lock_model_table(fits: dict, up_to: int) -> TableModel:
     return t
 
 
+def lock_model_tables(fits: dict, up_to: int) -> list[TableModel]:
+    """The terminal's lock model table in two parts that each fit 80 columns: each lock's parameters, fit
+    error, collapse and hold-out; then its predicted per-core throughput at each core count."""
+    full = lock_model_table(fits, up_to)
+    counts = [c.title for c in full.columns if c.title.endswith(" cores")]
+    return [full.part("Lock model: a, s and c in ns, the fit's error, the collapse and the hold-out",
+                      [c.title for c in full.columns if c.title not in counts]),
+            full.part(full.title, ["lock", *counts], note=full.note)]
+
+
 def environment_table(labels: list[str], differences: list[tuple[str, list[str]]]) -> TableModel:
     """The facts that differ between runs (kernel, CPU, settings), each run's value in its column."""
     t = TableModel("What differs between the runs' environments" if differences else
@@ -378,8 +453,11 @@ def change_table(base: str, other: str, found: list) -> TableModel:
 
     t = TableModel(f"{other} against {base}: mean per-core throughput, ratio {other}/{base} "
                    f"[95% interval], flagged where Welch's t-test gives p < {ALPHA}",
+                   # In 80 columns the ratio with its interval and the verdict (Welch's p < ALPHA or not) say
+                   # the change; each run's mean ± sd ×n and p itself with --wide.
                    [Column("test", left=True), Column("variant", left=True), Column("cores"),
-                    Column(base), Column(other), Column("ratio"), Column("p"), Column("verdict", left=True)])
+                    Column(base, essential=False), Column(other, essential=False), Column("ratio"),
+                    Column("p", essential=False), Column("verdict", left=True)])
 
     def mean_sd(values: tuple[float, ...], factor: float, per: str) -> str:
         if not values:
@@ -398,7 +476,7 @@ def change_table(base: str, other: str, found: list) -> TableModel:
         last = name
         ratio = "–" if c.ratio is None else f"{c.ratio:.3f}" + (
             f" [{c.low:.3f}–{c.high:.3f}]" if c.low is not None else "")
-        p = "–" if c.p is None else f"{c.p:.2g}"
+        p = "–" if c.p is None else p_value(c.p)
         style = {} if not c.significant else {5: "good" if c.ratio > 1 else "poor",
                                               7: "good" if c.ratio > 1 else "poor"}
         t.add([name, c.variant, str(c.cores), mean_sd(c.base, factor, per), mean_sd(c.other, factor, per), ratio, p,
@@ -449,12 +527,12 @@ def profile_table(name: str, variant: str, unit: str, low_cores: int, high_cores
                     Column(f"{low_cores} cores"), Column(f"{high_cores} cores"), Column("change")])
     comms = high.leaf_comms()
     for g in growth(low, high):
-        t.add([g.function, comms.get(g.function, ""), f"{g.low_us:.3g}", f"{g.high_us:.3g}",
-               f"{g.change_us:+.3g}"], cell_styles={4: "poor"} if g.change_us > 0 else {})
+        t.add([g.function, comms.get(g.function, ""), plain(g.low_us), plain(g.high_us),
+               _signed(g.change_us)], cell_styles={4: "poor"} if g.change_us > 0 else {})
     hw_low, hw_high = low.hardware_per_unit(), high.hardware_per_unit()
     for k in sorted(set(hw_low) | set(hw_high)):
         a, b = hw_low.get(k), hw_high.get(k)
-        t.add([f"[{k}]", "PMU", si(a), si(b), "–" if a is None or b is None else f"{b - a:+.3g}"])
+        t.add([f"[{k}]", "PMU", si(a), si(b), "–" if a is None or b is None else _signed(b - a)])
     if not hw_high and high.pmu_absent:
         t.add(["[hardware counters]", "", "absent", "absent", high.pmu_absent])
     t.add(["[perf itself]", "perf", f"{low.perf_share():.1%}", f"{high.perf_share():.1%}", "of the busy samples"])
@@ -484,7 +562,7 @@ def lock_table(name: str, variant: str, unit: str, low_cores: int, high_cores: i
                     Column(f"per 1k {unit}s {high_cores}"), Column("call path", left=True, wraps=True, wide=True)])
     before = {caller: wait for caller, _, wait, _ in low.lock_waits()}
     for caller, record, wait, count in high.lock_waits()[:8]:
-        t.add([caller, record["type"], f"{before.get(caller, 0.0):.3g}", f"{wait:.3g}", f"{count * 1e3:.3g}",
+        t.add([caller, record["type"], plain(before.get(caller, 0.0)), plain(wait), plain(count * 1e3),
                " ← ".join(record["stack"][:8])])
     if not high.locks and high.locks_absent:
         t.add(["(not traced)", "", "–", "–", "–", high.locks_absent])
@@ -505,16 +583,16 @@ def c2c_table(name: str, variant: str, unit: str, cores: int, prof) -> TableMode
         t.add(["(not measured)", "", "–", "–", "–", prof.c2c_absent or "not recorded", ""])
         return t
     loads = f"{prof.c2c_hitm / prof.c2c_loads:.1%} of the sampled loads" if prof.c2c_loads else "no sampled loads"
-    t.add(["[every line]", "", "100%" if prof.c2c_hitm else "–", f"{per_unit * 1e3:.3g}", "",
+    t.add(["[every line]", "", "100%" if prof.c2c_hitm else "–", plain(per_unit * 1e3), "",
            f"{prof.c2c_hitm:.0f} HITM samples: {loads}", ""])
     t.breaks.add(0)
     for line in prof.c2c_lines:
         share = line["hitm"] / prof.c2c_hitm if prof.c2c_hitm else None
-        t.add([line["address"], "", _share(share), f"{line['hitm'] / prof.c2c_work * 1e3:.3g}", str(line["stores"]),
+        t.add([line["address"], "", _share(share), plain(line['hitm'] / prof.c2c_work * 1e3), str(line["stores"]),
                "", ""], cell_styles={2: "poor"} if share is not None and share >= 0.25 else {})
         for code in line["code"]:
             touched = f"{code['symbol']} ({code['dso']})" if code.get("dso") else str(code["symbol"])
             t.add(["", code["offset"] or "", _share(code["hitm"] / prof.c2c_hitm if prof.c2c_hitm else None),
-                   f"{code['hitm'] / prof.c2c_work * 1e3:.3g}", str(code["stores"]), touched, code["source"] or "–"])
+                   plain(code['hitm'] / prof.c2c_work * 1e3), str(code["stores"]), touched, code["source"] or "–"])
         t.breaks.add(len(t.rows) - 1)
     return t
