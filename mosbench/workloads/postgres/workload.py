@@ -432,7 +432,8 @@ class Postgres(ServerWorkload):
         Param("update_percent", 5.0, "read-write: the share of a batch's queries that are UPDATEs", "%"),
         Param("protocol", "simple", "pgbench -M: simple or extended plan every query (the paper's lseek per "
               "query); prepared keeps a generic plan after a statement's first five executions"),
-        Param("clients_per_core", 1, "pgbench connections per server core (the paper: one)"),
+        Param("clients_per_core", 2, "pgbench connections per server core (the paper: one, which leaves a core "
+              "idle a third of its time while each query's round trip is at the client)"),
         Param("syscalls", True, "count the server's system calls per query by kind (perf on syscall tracepoints)"),
         *ServerWorkload.client_params,
     )
