@@ -4,9 +4,9 @@ PY      := .venv/bin/python
 MOSBENCH := .venv/bin/mosbench
 QUICK_TESTS := getppid1 page_fault1 mmap1 open1 context_switch1 dup1
 QUICK   := $(addprefix micro/,$(QUICK_TESTS))
-# libscale's counter (4.3), lock, false sharing (4.6) and the talk's tree and ranges: 56 of its 100 points at
-# 1..2 cores (`make bench-libscale` races every structure, the per-core tables of 4.4 and 4.5 among them).
-QUICK_SCALE := $(addprefix scale/,counter lock falseshare tree ranges samerange)
+# libscale's counter (4.3) and lock, and the talk's tree and ranges: 40 of its 100 points at 1..2 cores
+# (`make bench-libscale` races every structure: 4.4-4.6's per-core tables and false sharing, samerange).
+QUICK_SCALE := $(addprefix scale/,counter lock tree ranges)
 
 .PHONY: bench test test-manycore check-manycore manycore-kit bisect-demo ab-rt deps native lint bench-overhead bench-libscale bench-commute bench-syscalls bench-profile bench-harness-scale bench-trials-auto clean
 deps:
@@ -16,13 +16,14 @@ native: deps
 	$(MAKE) -C native
 
 # The quick suite: six kernel paths (dup1 profiled: perf's samples, its kernel lock contention and the
-# verdict that threads sharing one descriptor table contend on its lock), six libscale structures,
+# verdict that threads sharing one descriptor table contend on its lock), four libscale structures,
 # the Metis inverted index, pedsort over the Linux tree's arch/ (the whole tree is psearchy's
 # default), the kernel's security/keys/ built by gmake, memcached both ways, Apache with a connection
 # per request, Exim both ways and PostgreSQL's read-only test with both caches, 1..max cores, two
-# trials each, 1.5 s windows (about 9 minutes on 2 CPUs, the first
-# time a little more while PostgreSQL's table is loaded and cached; the point count grows with the
-# machine's series).
+# trials each, 1.5 s windows after 0.4 s of warm-up: 172 points on 2 CPUs, about 8 minutes from a fresh
+# clone with the Debian packages present (8:47 with 188 points and 0.5 s warm-ups), the first time a
+# little more while PostgreSQL's table is loaded and the Linux tree unpacked; the point count grows with
+# the machine's series.
 # Two commutativity situations (two opens in one process, which POSIX's lowest-descriptor rule makes not
 # commute; mmap and munmap of disjoint ranges, which commute) stand for `make bench-commute`'s 67.
 # Exim is not installed where another mail server is (scripts/install-deps says so): the suite goes on without it.
@@ -32,7 +33,7 @@ bench: native
 		apache/files $$(test -x /usr/sbin/exim4 && echo exim) postgres/read-only \
 		-p psearchy.subdir=arch -p gmake.targets=security/keys/ -p apache.dirs=1 -p apache.qos_step_s=0.3 \
 		--profile micro/dup1 \
-		--cores 1..max --trials 2 --warmup 0.5 --duration 1.5 --label quick
+		--cores 1..max --trials 2 --warmup 0.4 --duration 1.5 --label quick
 	$(MOSBENCH) report latest -o report/report.html
 
 # Sampling cost against getppid at max cores, with and without the harness's per-second work.
