@@ -111,6 +111,6 @@ def test_make_killed_mid_build_fails_the_point_and_leaves_no_compiler(tmp_path, 
 
 def test_missing_kernel_source_is_one_clear_line(monkeypatch):
     monkeypatch.setattr(linuxsrc, "LINUX_TARBALL", linuxsrc.Path("/nonexistent/linux-source-6.1.tar.xz"))
-    with pytest.raises(UserError, match=r"linux-source-6\.1\.tar\.xz is missing \(Debian: apt-get install "
+    with pytest.raises(UserError, match=r"linux-source-6\.1\.tar\.xz is missing \(`make deps` installs "
                                         r"linux-source-6\.1\)"):
         gmake.Gmake().check_available()

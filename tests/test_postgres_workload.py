@@ -150,7 +150,8 @@ def test_without_psycopg_a_micro_run_completes(tmp_path):
 
 def test_missing_package_is_one_clear_line(monkeypatch):
     monkeypatch.setattr(pgcluster, "BIN", Path("/nonexistent/postgresql/15/bin"))
-    with pytest.raises(UserError, match=r"PostgreSQL 15 is not installed \(Debian: apt-get install postgresql-15\)"):
+    with pytest.raises(UserError, match=r"PostgreSQL 15 or later is not installed \(`make deps` installs the "
+                                        r"distribution's: postgresql-15 on Debian 12\)"):
         postgres.Postgres().check_available()
 
 

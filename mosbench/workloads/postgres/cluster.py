@@ -37,7 +37,7 @@ PACKAGE = f"postgresql-{BIN.parent.name}"
 def check_available() -> None:
     if not (BIN / "initdb").exists():
         raise UserError(f"PostgreSQL {LISTED_MAJOR} or later is not installed (`make deps` installs the "
-                        f"distribution's: {PACKAGE} on Debian 12)")
+                        f"distribution's: postgresql-{LISTED_MAJOR} on Debian 12)")
     try:
         pwd.getpwnam(USER)
     except KeyError:
