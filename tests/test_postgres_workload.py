@@ -163,12 +163,12 @@ def test_256_cores_are_checked_for_memory_and_open_files(monkeypatch):
     w = postgres.Postgres()
     monkeypatch.setattr(postgres, "mem_available_mb", lambda: 24 * 1024.0)
     monkeypatch.setattr(postgres.resource, "getrlimit", lambda _: (20000, 20000))
-    w.check_cores(_defaults(), 256)  # 256 backends, the default table and a 2 GB cache fit in 24 GB
+    w.check_cores(_defaults(), 256)  # 512 backends, the default table and a 2 GB cache fit in 24 GB
     with pytest.raises(UserError, match=r"postgres at 256 cores with 200000000 rows needs about 3\d\.\d GB "
-                                        r"of memory \(256 backends.* 24\.0 GB available"):
+                                        r"of memory \(512 backends.* 24\.0 GB available"):
         w.check_cores(dict(_defaults(), rows=200_000_000), 256)  # the paper's table twenty times over
     monkeypatch.setattr(postgres, "mem_available_mb", lambda: 4 * 1024.0)
-    with pytest.raises(UserError, match=r"256 backends.*4\.0 GB available"):
+    with pytest.raises(UserError, match=r"512 backends.*4\.0 GB available"):
         w.check_cores(_defaults(), 256)
     w.check_cores(_defaults(), 2)
     monkeypatch.setattr(postgres, "mem_available_mb", lambda: 24 * 1024.0)
@@ -221,7 +221,7 @@ def test_every_test_and_variant_does_checked_work(tmp_path, monkeypatch):
     for p in points:
         assert p["status"] == "ok", p["reason"]
         m = p["metrics"]
-        assert m["client_errors"] == 0 and m["transactions"] > 0 and m["clients"] == 1
+        assert m["client_errors"] == 0 and m["transactions"] > 0 and m["clients"] == 2
         assert 0 < p["work"] <= m["transactions"] * 256  # the window's share of the transactions, in queries
         assert m["latency_p50_us"] <= m["latency_p99_us"] <= m["latency_max_us"]
         assert p["loadgen_user_s"] is not None  # pgbench's CPU time, apart from the server's
@@ -282,7 +282,7 @@ def test_a_client_that_cannot_connect_fails_the_point_with_its_words(tmp_path, m
     monkeypatch.setattr(postgres, "pgbench_argv",
                         lambda host, port, *a: real(host, port + 1 if port < 65535 else 1, *a))
     (p,) = _run(tmp_path, monkeypatch, test="read-only", variants=("small-cache",))
-    assert p["status"] == "failed" and "0 of 1 clients connected" in p["reason"]
+    assert p["status"] == "failed" and "0 of 2 clients connected" in p["reason"]
     assert "connection to server" in p["reason"]
 
 
