@@ -189,7 +189,7 @@ def scale(check: Check, until: float) -> Phase:
 def models(check: Check) -> Phase:
     p = check.phase("models: prediction intervals and hold-out")
     store = str(check.work / "store.sqlite")
-    runs = run_ids(check, store)
+    runs = run_ids(store)
     far = str(max(64, 4 * check.cpus))
     if "manycore-lock" in runs:
         rid = runs["manycore-lock"]
@@ -220,15 +220,13 @@ def apps(check: Check, until: float) -> Phase:
     return p
 
 
-def run_ids(check: Check, store: str) -> dict[str, str]:
+def run_ids(store: str) -> dict[str, str]:
     """{label: id} of the runs in the check's store."""
     if not Path(store).exists():
         return {}
-    code = ("import json, sys; from mosbench.store.db import Store; "
-            "print(json.dumps({r['label']: str(r['id']) for r in Store(sys.argv[1]).list_runs()}))")
-    out = subprocess.run([sys.executable, "-c", code, f"sqlite:///{store}"], capture_output=True, text=True,
-                         env=check.env, cwd=ROOT)
-    return json.loads(out.stdout) if out.returncode == 0 else {}
+    from mosbench.store.db import Store  # this process has the kit's site on its path (kit_environment)
+
+    return {r["label"]: str(r["id"]) for r in Store(store).list_runs()}
 
 
 def summary(check: Check) -> str:

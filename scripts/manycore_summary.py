@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from vs_will_it_scale import Modes  # benchmarks/ is on the path: the check imports it first
+
 from mosbench.analysis import cells
 from mosbench.store.db import Store
 from mosbench.units import si
@@ -44,8 +46,8 @@ def pairs_section(found: list[dict[str, Any]]) -> list[str]:
            "| --- | --- | --- | --- | --- | --- |"]
     for p in found:
         verdict = {"within": "within ±5%"}.get(p["verdict"], p["verdict"])
-        modes = [f"{who}: {bimodal_text(p[f'{key}_modes'])}" for who, key in (("mosbench", "ours"),
-                                                                               ("will-it-scale", "theirs"))
+        modes = [f"{who}: {Modes(**p[f'{key}_modes']).describe()}" for who, key in (("mosbench", "ours"),
+                                                                                     ("will-it-scale", "theirs"))
                  if p[f"{key}_modes"]["bimodal"]]
         out.append(f"| {p['test']} | {p['mode']} | {si(p['ours_median'])} | {si(p['theirs_median'])} | "
                    f"{p['ratio']:.3f} [{p['low']:.3f}–{p['high']:.3f}] | {'; '.join([verdict, *modes])} |")
@@ -55,15 +57,6 @@ def pairs_section(found: list[dict[str, Any]]) -> list[str]:
                 f"{sum(1 for p in found if p['verdict'] == 'unclear')} unclear, "
                 f"{sum(1 for p in found if p['verdict'] == 'bimodal')} bimodal."]
     return out
-
-
-def bimodal_text(m: dict[str, Any]) -> str:
-    """vs_will_it_scale.Modes.describe, from its JSON."""
-    low_rounds = m["rounds"] - m["rounds_high"] - m["rounds_split"]
-    if m["rounds_split"] or min(m["rounds_high"], low_rounds) >= 2:
-        return f"bimodal {si(m['low'])} / {si(m['high'])}, {m['rounds_high']} of {m['rounds']} rounds high"
-    alone, rest = (m["high"], m["low"]) if m["rounds_high"] == 1 else (m["low"], m["high"])
-    return f"one round at {si(alone)}, the others at {si(rest)}"
 
 
 def curves_section(store: Path) -> list[str]:
