@@ -100,12 +100,16 @@ def summary_figure(series: list[Series]) -> Figure | None:
     """Figure 3: one group of bars per test, one bar per variant it has; stock before scalable."""
     tests: dict[str, dict[str, tuple[float, int]]] = {}
     rank: dict[str, int] = {}
-    unsaturated = [f"{s.name} {s.variant}" for s in series if s.scalability() and s.unsaturated_baseline()]
+    unsaturated: list[str] = []
     for s in series:
         ratio = s.scalability()
-        if ratio is not None and s.unsaturated_baseline() is None:
-            tests.setdefault(s.name, {})[s.variant] = ratio
-            rank[s.variant] = min(rank.get(s.variant, 99), variant_rank(s))
+        if ratio is None:
+            continue
+        if s.unsaturated_baseline() is not None:
+            unsaturated.append(f"{s.name} {s.variant}")
+            continue
+        tests.setdefault(s.name, {})[s.variant] = ratio
+        rank[s.variant] = min(rank.get(s.variant, 99), variant_rank(s))
     if not tests:
         return None
     seen = list(dict.fromkeys(v for per in tests.values() for v in per))
