@@ -29,6 +29,7 @@ from mosbench.run import plan as plan_mod
 from mosbench.run import profiler as profile
 from mosbench.store import db as store
 from mosbench.workloads import registry
+from mosbench.workloads.base import test_name
 
 
 class PipeSafe(io.TextIOBase):
@@ -385,7 +386,7 @@ def compare(run_refs, include_interfered, fail_on, as_json, wide, store_url) -> 
         out.print(f"no point is significantly slower than the baseline by more than {fail_on:g}%", markup=False)
         return
     for label, c in regressed:
-        name = f"{c.workload}/{c.test}" if c.test else c.workload
+        name = test_name(c.workload, c.test)
         # A line each, however long: for grep.
         out.print(f"REGRESSION {label}: {name} {c.variant} at {c.cores} cores: {c.ratio:.3f}× the baseline "
                   f"[{c.low:.3f}, {c.high:.3f}], p {rows.p_value(c.p)}", markup=False, highlight=False,

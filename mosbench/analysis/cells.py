@@ -15,7 +15,7 @@ from mosbench.analysis.precision import relative_half_width
 from mosbench.errors import UserError
 from mosbench.machine.accounting import per_unit_us, server_seconds, shares
 from mosbench.workloads import registry
-from mosbench.workloads.base import MetricColumn, MetricFigure, ModelSpec, PointNote, Workload, base_variant
+from mosbench.workloads.base import MetricColumn, MetricFigure, ModelSpec, PointNote, Workload, base_variant, test_name
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class Series:
 
     @property
     def name(self) -> str:
-        return f"{self.workload}/{self.test}" if self.test else self.workload
+        return test_name(self.workload, self.test)
 
     def ok_cells(self) -> list[Cell]:
         return [c for _, c in sorted(self.cells.items()) if c.best is not None]

@@ -19,7 +19,7 @@ import numpy as np
 from scipy import stats
 
 from mosbench.analysis.cells import Series
-from mosbench.workloads.base import base_variant
+from mosbench.workloads.base import base_variant, test_name
 
 ALPHA = 0.05
 # What a reader must see first when two runs differ, in this order; everything else after, sorted.
@@ -185,7 +185,7 @@ class Unmatched:
 def unmatched(found: list[Change], side: str) -> Unmatched:
     """The points of `side` ("baseline" or "other run") that the other side never measured."""
     missing = [c for c in found if c.note == f"not measured in the {'other run' if side == 'baseline' else 'baseline'}"]
-    tests = dict.fromkeys(f"{c.workload}/{c.test}" if c.test else c.workload for c in missing)
+    tests = dict.fromkeys(test_name(c.workload, c.test) for c in missing)
     return Unmatched(len(missing), tuple(tests))
 
 

@@ -22,6 +22,7 @@ from mosbench.analysis import commute, compare, models, profiles, verdict
 from mosbench.report import commute as commute_report
 from mosbench.report import flamegraph, network, plots, rows, webmethod
 from mosbench.store import db as store
+from mosbench.workloads.base import test_name
 
 ENV_KEYS = ("hostname", "kernel", "kernel_version", "kernel_cmdline", "arch", "cpu_model", "topology_summary",
             "memory_bytes", "governor", "thp", "thp_defrag", "smt_control", "virtualization", "mosbench_version",
@@ -129,7 +130,7 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
         per_run_profiles.append(profiles.by_series(pts))
         for (w, t, v), by_cores in per_run_profiles[-1].items():
             found_profiles[(w, t, f"{v} ({label})" if several else v)] = by_cores
-        failures.extend({"run": label, "name": f"{p['workload']}/{p['test']}".rstrip("/"),
+        failures.extend({"run": label, "name": test_name(p["workload"], p["test"]),
                          "variant": p["variant"], "cores": p["cores"], "trial": p["trial"], "cpus": p["cpus"],
                          "reason": p["reason"], "logs": (p.get("logs") or "")[-4000:]}
                         for p in pts if p["status"] != "ok")

@@ -24,7 +24,7 @@ from mosbench.analysis.cells import (
     rate_scale,
 )
 from mosbench.units import latency, plain, si
-from mosbench.workloads.base import PointNote
+from mosbench.workloads.base import PointNote, test_name
 
 
 def rate(per_s: float, s: Series) -> str:
@@ -470,7 +470,7 @@ def change_table(base: str, other: str, found: list) -> TableModel:
     for c in found:
         w = workload_of(c.workload)
         factor, per = (3600.0, "h") if w is not None and w.kind == "job" else (1.0, "s")
-        name = f"{c.workload}/{c.test}" if c.test else c.workload
+        name = test_name(c.workload, c.test)
         if last is not None and name != last:
             t.breaks.add(len(t.rows) - 1)
         last = name

@@ -9,6 +9,7 @@ from typing import Any
 from mosbench.analysis import decide, precision
 from mosbench.errors import UserError
 from mosbench.workloads import registry
+from mosbench.workloads.base import test_name
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,7 @@ class PointKey:
     trial: int
 
     def label(self) -> str:
-        name = f"{self.workload}/{self.test}" if self.test else self.workload
+        name = test_name(self.workload, self.test)
         return f"{name} {self.variant} {self.cores} cores trial {self.trial}"
 
 

@@ -15,6 +15,7 @@ from mosbench.run import plan, profiler
 from mosbench.run.plan import Plan
 from mosbench.store.db import Store
 from mosbench.workloads import registry
+from mosbench.workloads.base import test_name
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ def refuse_empty_selections(the_plan: Plan) -> None:
             continue
         wl = registry.get(w)
         variants = [v for v in the_plan.variants.get(w, []) if v in wl.variants_for(t)]
-        name = f"{w}/{t}" if t else w
+        name = test_name(w, t)
         if not variants:
             continue  # resolve_variants has refused it already, with its reason
         probe = range(1, max(the_plan.cores) + 3)

@@ -318,6 +318,11 @@ def open_path_to(path: Path, stop: Path) -> None:
             d.chmod((mode & 0o7777) | 0o011)
 
 
+def test_name(workload: str, test: str) -> str:
+    """"workload/test" as every table and message names it; the workload alone where it has no tests."""
+    return f"{workload}/{test}" if test else workload
+
+
 def base_variant(variant: str) -> str:
     """The workload's variant name of a series: compared runs label theirs "stock (run)"."""
     return variant.split(" (")[0]
