@@ -1,0 +1,289 @@
+"""A machine's history as tables (terminal and HTML), figures and JSON (analysis/history.py finds it).
+
+The terminal shows each series at one core and at the most cores as a line of blocks over the runs,
+newest last, a bar where a change begins, with its first and newest level; then every change: between
+which runs, its size with interval and p, of what kind, what moved with it and what differed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from mosbench.analysis.history import ALPHA, History, PointSeries, SeriesKey, Shift
+from mosbench.report.rows import Column, TableModel, p_value
+from mosbench.units import plain, si
+
+BLOCKS = "▁▂▃▄▅▆▇█"
+SPARK_WIDTH = 24  # characters of a series' line: 80 columns hold it beside a name and two levels
+MARK = "│"
+
+
+def _buckets(n: int, width: int) -> list[range]:
+    """The runs each character stands for: one each where they fit, else even shares."""
+    if n <= width:
+        return [range(i, i + 1) for i in range(n)]
+    edges = np.linspace(0, n, width + 1).round().astype(int)
+    return [range(a, b) for a, b in itertools.pairwise(edges) if b > a]
+
+
+def sparkline(means: list[float | None], marks: set[int], width: int = SPARK_WIDTH) -> str:
+    """Blocks from the series' lowest level to its highest (each character the median of its runs; a
+    space where none measured), MARK before the character holding a change's first run."""
+    known = [m for m in means if m is not None]
+    if not known:
+        return ""
+    low, high = min(known), max(known)
+    out = []
+    for bucket in _buckets(len(means), width):
+        if any(i in marks for i in bucket):
+            out.append(MARK)
+        values = [means[i] for i in bucket if means[i] is not None]
+        if not values:
+            out.append(" ")
+            continue
+        level = statistics.median(values)
+        step = 0 if high == low else round((level - low) / (high - low) * (len(BLOCKS) - 1))
+        out.append(BLOCKS[step])
+    return "".join(out)
+
+
+def _levels(s: PointSeries) -> tuple[float | None, float | None]:
+    means = [m for m in s.means() if m is not None]
+    return (means[0], means[-1]) if means else (None, None)
+
+
+def _shown_series(h: History) -> list[tuple[SeriesKey, list[PointSeries]]]:
+    """Each test and variant with its series at one core (or its fewest) and at its most cores."""
+    by_key: dict[SeriesKey, list[PointSeries]] = {}
+    for s in h.series:
+        by_key.setdefault(s.key, []).append(s)
+    out = []
+    for key, group in by_key.items():
+        group.sort(key=lambda s: s.cores)
+        out.append((key, [group[0]] if len(group) == 1 else [group[0], group[-1]]))
+    return out
+
+
+def series_table(h: History) -> TableModel:
+    t = TableModel(
+        f"{h.machine.describe()}: {len(h.runs)} runs in {h.order.value} order, per-core throughput",
+        [Column("test", left=True), Column("cores"), Column("runs, newest last", left=True), Column("first"),
+         Column("newest"), Column("changes")],
+        note=f"{MARK} marks where a change begins; each block is the median of its runs, lowest to highest.")
+    shifts: dict[SeriesKey, list[Shift]] = {}
+    for shift in h.shifts:
+        shifts.setdefault(shift.key, []).append(shift)
+    for key, shown in _shown_series(h):
+        marks = {shift.after for shift in shifts.get(key, [])}
+        for i, s in enumerate(shown):
+            lo, hi = _levels(s)
+            moved = [(shift.after, d) for shift in shifts.get(key, [])
+                     if (d := shift.by_cores.get(s.cores)) is not None and d.significant()]
+            t.add([key.name if i == 0 else "", str(s.cores), sparkline(s.means(), marks), si(lo), si(hi),
+                   ", ".join(f"{_percent(d.ratio)} at {h.runs[after].name}" for after, d in moved) or "–"],
+                  cell_styles={5: "poor" if any(d.ratio < 1 for _, d in moved) else "good"} if moved else {})
+        t.breaks.add(len(t.rows) - 1)
+    return t
+
+
+def _percent(ratio: float) -> str:
+    return f"{(ratio - 1) * 100:+.0f}%"
+
+
+def _interval(ratio: float, low: float | None, high: float | None) -> str:
+    if low is None or high is None:
+        return f"{plain(ratio)}×"
+    return f"{plain(ratio)}× [{plain(low)}, {plain(high)}]"
+
+
+def shifts_table(h: History) -> TableModel:
+    t = TableModel(
+        f"Changes: {len(h.shifts)} among {h.candidates} candidates (Welch, Holm-corrected at {ALPHA:g})",
+        [Column("test", left=True), Column("runs", left=True), Column("cores"), Column("after/before"),
+         Column("p adj."), Column("kind", left=True), Column("kernels", left=True, essential=False)],
+        note="after/before: the new level's mean per-core throughput over the old one's, 95% interval, at the "
+             "most cores where the change was confirmed; kind: \"every core\" where one core moved too, "
+             "\"scalability\" where only more cores did. What moved with each change and what differed "
+             "follow the table.")
+    for shift in h.shifts:
+        change = max(shift.changes, key=lambda c: c.cores)
+        d = change.difference
+        before, after = h.runs[shift.before], h.runs[shift.after]
+        t.add([shift.key.name, f"{before.name} → {after.name}", str(change.cores), _interval(d.ratio, d.low, d.high),
+               p_value(change.p_adjusted), shift.kind().value, f"{before.kernel} → {after.kernel}"],
+              cell_styles={3: "poor" if d.ratio < 1 else "good"})
+    return t
+
+
+def environment_text(shift: Shift, most: int = 4) -> str:
+    parts = [f"{key}: {values[0]} → {values[1]}" for key, values in shift.environment[:most]]
+    if len(shift.environment) > most:
+        parts.append(f"and {len(shift.environment) - most} more")
+    return "; ".join(parts)
+
+
+def scaling_text(shift: Shift) -> str:
+    if shift.scaling is None:
+        return ""
+    before, after = shift.scaling
+    return f"per-core ratio at the most cores to one core {plain(before)} → {plain(after)}"
+
+
+def _cores(n: int) -> str:
+    return f"{n} core{'s' if n != 1 else ''}"
+
+
+def shift_lines(h: History, shift: Shift) -> list[str]:
+    """A change told in full: kind, every core count across the same runs, the scaling ratio, what moved
+    with it and what differed in the environment."""
+    lines = [f"{shift.key.name}, {h.runs[shift.before].name} → {h.runs[shift.after].name}: "
+             f"{shift.kind().explain()}"]
+    lines.extend(textwrap.wrap("; ".join(f"{_cores(cores)} {_interval(d.ratio, d.low, d.high)} p {p_value(d.p)}"
+                                         for cores, d in sorted(shift.by_cores.items()) if d.p is not None),
+                               78, initial_indent="  ", subsequent_indent="  "))
+    if scaling := scaling_text(shift):
+        lines.append(f"  {scaling}")
+    if shift.with_it:
+        lines.append("  moved with it: " + ", ".join(k.name for k in shift.with_it))
+    lines.extend(textwrap.wrap("what differs: " + (environment_text(shift, most=8) or "nothing recorded"), 78,
+                               initial_indent="  ", subsequent_indent="    "))
+    return lines
+
+
+def summary_lines(h: History) -> list[str]:
+    lines = []
+    if h.other_machines:
+        others = ", ".join(f"{m.describe()} ({n} runs)" for m, n in h.other_machines)
+        lines.append(f"this store also holds runs of {others}: --host chooses")
+    lines.extend(f"left out: {why}" for why in h.left_out)
+    for shift in h.shifts:
+        lines.extend(shift_lines(h, shift))
+    if not h.shifts:
+        lines.append(f"no significant change in {len(h.series)} series over {len(h.runs)} runs")
+    return lines
+
+
+# JSON
+
+
+def _run_json(r) -> dict[str, Any]:
+    return {"id": r.id, "label": r.label, "started_at": r.started_at.isoformat(), "kernel": r.kernel,
+            "commit": r.commit}
+
+
+def _difference_json(d) -> dict[str, Any]:
+    return {"ratio": d.ratio, "low": d.low, "high": d.high, "p": d.p, "replicates": d.replicates}
+
+
+def as_json(h: History, fail_on: float | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "machine": {"hostname": h.machine.hostname, "topology": h.machine.topology},
+        "order": h.order.value, "alpha": ALPHA, "candidates": h.candidates,
+        "runs": [_run_json(r) for r in h.runs],
+        "series": [{"workload": s.key.workload, "test": s.key.test, "variant": s.key.variant, "cores": s.cores,
+                    "trials": [list(t) for t in s.trials]} for s in h.series],
+        "changes": [{
+            "workload": sh.key.workload, "test": sh.key.test, "variant": sh.key.variant,
+            "before_run": h.runs[sh.before].id, "after_run": h.runs[sh.after].id, "kind": sh.kind().value,
+            "by_cores": {str(c): _difference_json(d) for c, d in sorted(sh.by_cores.items())},
+            "found_at_cores": [{"cores": c.cores, "p_adjusted": c.p_adjusted, **_difference_json(c.difference)}
+                               for c in sh.changes],
+            "scaling_before_after": list(sh.scaling) if sh.scaling else None,
+            "moved_with_it": [k.name for k in sh.with_it],
+            "environment_differences": [{"key": k, "values": v} for k, v in sh.environment],
+        } for sh in h.shifts],
+    }
+    if fail_on is not None:
+        out["fail_on_change_percent"] = fail_on
+        out["worse_at_newest"] = [f"{s.key.name}" for s in h.worse_than(fail_on)]
+    return out
+
+
+# Figures
+
+
+def _run_ticks(ax, h: History) -> None:
+    n = len(h.runs)
+    step = max(1, n // 12)
+    ticks = list(range(0, n, step))
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([f"{h.runs[i].name}\n{h.runs[i].kernel}" for i in ticks], fontsize=7, rotation=30,
+                       ha="right")
+
+
+def series_figure(h: History, key: SeriesKey, shown: list[PointSeries]) -> Figure:
+    fig = Figure(figsize=(7.2, 3.4), layout="constrained")
+    ax = fig.subplots()
+    for s in shown:
+        xs = [i for i, t in enumerate(s.trials) if t]
+        ax.plot(xs, [statistics.fmean(s.trials[i]) for i in xs], marker="o", markersize=3,
+                label=f"{s.cores} core{'s' if s.cores != 1 else ''}")
+        for i in xs:
+            ax.plot([i] * len(s.trials[i]), s.trials[i], ".", color="grey", markersize=2, alpha=0.5)
+    for shift in h.shifts:
+        if shift.key == key:
+            ax.axvline(shift.after - 0.5, color="red", linestyle="--", linewidth=1)
+            ax.annotate(_percent(shift.ratio), (shift.after - 0.5, ax.get_ylim()[1]), fontsize=8, color="red",
+                        ha="left", va="top")
+    ax.set_title(key.name, fontsize=10)
+    ax.set_ylabel("per core per second")
+    ax.set_ylim(bottom=0)
+    _run_ticks(ax, h)
+    ax.legend(fontsize=8, loc="lower left")
+    return fig
+
+
+def heatmap_figure(h: History) -> Figure | None:
+    """Tests × runs: each run's per-core throughput at a series' most cores over its one core's (the
+    scaling ratio), so a reader sees at a glance which run broke which test's scaling."""
+    rows, labels = [], []
+    for key, shown in _shown_series(h):
+        if len(shown) < 2 or shown[0].cores != 1:
+            continue
+        one, most = shown[0].means(), shown[1].means()
+        rows.append([m / o if m is not None and o else np.nan for o, m in zip(one, most, strict=True)])
+        labels.append(f"{key.name} ({shown[1].cores}/1)")
+    if not rows:
+        return None
+    data = np.asarray(rows, dtype=float)
+    fig = Figure(figsize=(7.2, 1.2 + 0.28 * len(rows)), layout="constrained")
+    ax = fig.subplots()
+    image = ax.imshow(data, aspect="auto", cmap="RdYlGn", vmin=0, vmax=max(1.0, float(np.nanmax(data))),
+                      interpolation="nearest")
+    ax.set_yticks(range(len(labels)))
+    ax.set_yticklabels(labels, fontsize=7)
+    _run_ticks(ax, h)
+    fig.colorbar(image, ax=ax, label="per-core ratio, most cores to one")
+    ax.set_title("Scaling over the runs", fontsize=10)
+    return fig
+
+
+def figures(h: History) -> list[tuple[str, Figure]]:
+    """(file stem, figure): the heat map first, then each series that changed, then the rest."""
+    out: list[tuple[str, Figure]] = []
+    heat = heatmap_figure(h)
+    if heat is not None:
+        out.append(("history_heatmap", heat))
+    changed = {s.key for s in h.shifts}
+    shown = sorted(_shown_series(h), key=lambda ks: (ks[0] not in changed, ks[0].name))
+    for key, series in shown:
+        stem = "history_" + "".join(ch if ch.isalnum() else "_" for ch in key.name)
+        out.append((stem, series_figure(h, key, series)))
+    return out
+
+
+def save_figures(h: History, directory: Path) -> list[str]:
+    """The figures as PNG files in `directory`; their names, in order."""
+    directory.mkdir(parents=True, exist_ok=True)
+    names = []
+    for stem, fig in figures(h):
+        fig.savefig(directory / f"{stem}.png", dpi=110)
+        names.append(f"{stem}.png")
+    return names
