@@ -298,6 +298,39 @@ def noise(values: np.ndarray) -> float:
     return max(math.sqrt(float(np.mean(trimmed**2)) / (2 * share)), NOISE_FLOOR)
 
 
+class _MeanShift(ruptures.base.BaseCost):
+    """ruptures' l2 cost (a segment's squared deviations from its mean) from running sums: O(1) a segment
+    where CostL2 takes the segment's variance, which made PELT over 500 runs take minutes a series."""
+
+    model = "mean shift"
+    min_size = 2
+
+    def fit(self, signal: np.ndarray) -> _MeanShift:
+        values = np.asarray(signal, dtype=float).ravel()
+        self.signal = values.reshape(-1, 1)  # ruptures reads the sample count from it
+        self.sums = np.concatenate(([0.0], np.cumsum(values)))
+        self.squares = np.concatenate(([0.0], np.cumsum(values**2)))
+        return self
+
+    def error(self, start: int, end: int) -> float:
+        n = end - start
+        total = self.sums[end] - self.sums[start]
+        return float(self.squares[end] - self.squares[start] - total * total / n)
+
+    def split_costs(self, lo: int, splits: np.ndarray, hi: int) -> np.ndarray:
+        """The cost of [lo, b) and [b, hi) for each b in `splits`, at once."""
+        def cost(a: np.ndarray | int, b: np.ndarray | int) -> np.ndarray:
+            total = self.sums[b] - self.sums[a]
+            return self.squares[b] - self.squares[a] - total * total / (np.asarray(b) - np.asarray(a))
+
+        return cost(lo, splits) + cost(splits, hi)
+
+
+# PELT looks at every JUMP-th run as a boundary, so that its work stays near SPLIT_POINTS² a series
+# however long the history; each boundary it finds is then placed exactly among the runs around it.
+SPLIT_POINTS = 50
+
+
 def candidates(means: list[float]) -> list[int]:
     """Where PELT places a change in a series of run means (each index the first run of a new level)."""
     values = np.asarray(means, dtype=float)
@@ -306,9 +339,18 @@ def candidates(means: list[float]) -> list[int]:
     if n < FEWEST_RUNS:
         return []
     sigma = noise(values)
-    pelt = ruptures.Pelt(model="l2", min_size=2, jump=1).fit(values.reshape(-1, 1))
-    found = pelt.predict(pen=2 * sigma**2 * math.log(n))
-    return [b for b in found if b < n]
+    jump = max(1, math.ceil(n / SPLIT_POINTS))
+    cost = _MeanShift()
+    found = ruptures.Pelt(custom_cost=cost, min_size=2, jump=jump).fit(values).predict(
+        pen=2 * sigma**2 * math.log(n))
+    bounds = [0, *found]
+    placed = []
+    for i in range(1, len(bounds) - 1):
+        lo, b, hi = bounds[i - 1], bounds[i], bounds[i + 1]
+        splits = np.arange(max(lo + 2, b - jump + 1), min(hi - 2, b + jump - 1) + 1)
+        placed.append(int(splits[np.argmin(cost.split_costs(lo, splits, hi))]) if len(splits) else b)
+    # Two coarse boundaries either side of one step both settle on it.
+    return sorted(set(placed))
 
 
 def difference(series: PointSeries, before: list[int], after: list[int], spread_floor: float = 0.0
@@ -320,7 +362,8 @@ def difference(series: PointSeries, before: list[int], after: list[int], spread_
     against the longer side's with the longer side's run-to-run spread: the short side's own few trials
     say nothing of how runs vary, and three trials that happened to agree made 1% of unchanged series
     significant at 1e-4. That spread is at least `spread_floor`, the whole series' run-to-run noise: the
-    longer side is a level PELT found, chosen for being even. Where both sides are short, Welch's test between their trials, as compare does."""
+    longer side is a level PELT found, chosen for being even. Where both sides are short, Welch's test
+    between their trials, as compare does."""
     if not before or not after:
         return None
     means_a = [statistics.fmean(series.trials[i]) for i in before]
@@ -389,10 +432,10 @@ def _candidates_of(series: PointSeries, newest: int) -> list[_Candidate]:
         if d is not None and d.p is not None:
             out.append(_Candidate(series, measured[lo:b], measured[b:hi], d, max(1, len(measured) - 3),
                                   cusum(scaled[lo:hi], sigma)))
-    # The newest run against the level before it (found without it, which would otherwise pull the last
-    # boundary towards itself): a change it begins has one run so far.
-    earlier = candidates(list(means[:-1]))
-    last_start = earlier[-1] if earlier else 0
+    # The newest run against the level before it, from the last boundary that leaves it two runs (a
+    # boundary just before the newest run is the newest run pulling one towards itself): a change it
+    # begins has one run so far.
+    last_start = max((b for b in bounds if b <= len(measured) - 3), default=0)
     if len(measured) >= FEWEST_RUNS and measured[-1] == newest and len(measured) - 1 - last_start >= 2:
         d = difference(series, measured[last_start:-1], measured[-1:], sigma * level)
         if d is not None and d.p is not None:
@@ -483,7 +526,10 @@ def point_series(runs: list[RunInfo], rows: Iterable[tuple], selections: list[st
             continue
         if selections and not selected(workload, test, selections):
             continue
-        slots = trials.setdefault((SeriesKey(workload, test, variant), cores), [[] for _ in runs])
+        key = (SeriesKey(workload, test, variant), cores)
+        slots = trials.get(key)
+        if slots is None:
+            slots = trials[key] = [[] for _ in runs]
         slots[i].append(per_core)
     out = [PointSeries(key, cores, [tuple(t) for t in slots]) for (key, cores), slots in trials.items()]
     out.sort(key=lambda s: (s.key.workload, s.key.test, s.key.variant, s.cores))
