@@ -8,7 +8,7 @@ QUICK   := $(addprefix micro/,$(QUICK_TESTS))
 # (`make bench-libscale` races every structure: 4.4-4.6's per-core tables and false sharing, samerange).
 QUICK_SCALE := $(addprefix scale/,counter lock tree ranges)
 
-.PHONY: bench test test-manycore check-manycore manycore-kit bisect-demo ab-rt deps native lint bench-overhead bench-libscale bench-commute bench-syscalls bench-profile bench-harness-scale bench-trials-auto clean
+.PHONY: bench test test-manycore check-manycore manycore-kit bisect-demo ab-rt deps native lint bench-overhead bench-libscale bench-commute bench-syscalls bench-profile bench-harness-scale bench-history bench-trials-auto clean
 deps:
 	bash scripts/install-deps
 
@@ -68,6 +68,9 @@ bench-trials-auto: native
 # machine (20% profiled), with peak memory and how each grows (about 10 minutes; SIZES=500,5000 ROUNDS=1 is quicker).
 bench-harness-scale: native
 	$(PY) benchmarks/harness_scale.py
+
+bench-history: deps
+	$(PY) benchmarks/history_scale.py
 
 lint: deps
 	.venv/bin/ruff check mosbench tests benchmarks
