@@ -163,6 +163,15 @@ def test_kernel_objects_prefer_the_specific_to_the_generic():
     assert verdict.kernel_object(["nothing_known_[k]"]) is None
 
 
+def test_file_system_locks_are_named_as_fxmark_names_them():
+    rename = ["osq_lock_[k]", "__mutex_lock.constprop.0_[k]", "lock_rename_[k]", "do_renameat2_[k]"]
+    assert verdict.kernel_object(rename) == ("lock_rename", "the file system's rename lock (s_vfs_rename_mutex)")
+    write = ["rwsem_down_write_slowpath_[k]", "down_write_[k]", "ext4_buffered_write_iter_[k]", "vfs_write_[k]"]
+    assert verdict.kernel_object(write)[1].startswith("the file's inode lock")
+    fsync = ["_raw_spin_lock_[k]", "start_this_handle_[k]", "jbd2__journal_start_[k]", "ext4_sync_file_[k]"]
+    assert verdict.kernel_object(fsync)[1].startswith("ext4's journal")
+
+
 def test_a_baseline_that_idles_is_marked_not_judged():
     """A 1-core point idling 40% was not given enough work: the verdict, the summary table and its figure
     say so instead of reading the per-core ratio against it as a result."""

@@ -85,6 +85,20 @@ KERNEL_OBJECTS: tuple[tuple[str, str], ...] = (
      r"lru_add_fn|folio_add_lru)$", "the LRU lists' lock (lruvec)"),
     (r"^(inode_sb_list_add|inode_sb_list_del|new_inode|evict|iput|__destroy_inode)$",
      "the superblock's inode list lock"),
+    # File systems (FxMark names them: the inode lock for shared-file writes, the rename lock, the journal)
+    (r"^(ext4_buffered_write_iter|ext4_file_write_iter|xfs_file_buffered_write|xfs_ilock|btrfs_inode_lock|"
+     r"btrfs_buffered_write|shmem_file_write_iter|generic_file_write_iter|inode_lock)$",
+     "the file's inode lock (i_rwsem), taken by every write to it"),
+    (r"^(lock_rename|lock_two_directories|lock_rename_child)$", "the file system's rename lock (s_vfs_rename_mutex)"),
+    (r"^(jbd2_.*|start_this_handle|__jbd2_log_wait_for_space|add_transaction_credits|ext4_journal_check_start)$",
+     "ext4's journal (jbd2's j_state_lock and transaction credits)"),
+    (r"^(xlog_.*|xfs_log_reserve|xfs_trans_reserve|xfs_log_ticket_.*|xlog_grant_.*)$",
+     "XFS's log (grant heads and the CIL lock)"),
+    (r"^(btrfs_tree_lock|btrfs_tree_read_lock|btrfs_lock_root_node|btrfs_read_lock_root_node|btrfs_search_slot)$",
+     "a btrfs tree's extent buffer locks"),
+    (r"^(ext4_mb_.*|ext4_new_meta_blocks|ext4_free_blocks)$", "ext4's block allocator (a group's lock)"),
+    (r"^(iterate_dir|dcache_readdir|ext4_readdir|xfs_readdir|btrfs_real_readdir)$",
+     "the directory's inode lock (i_rwsem), read"),
     (r"^(tcp_v4_rcv|tcp_sendmsg|tcp_recvmsg|lock_sock_nested|release_sock|inet_csk_accept|inet_csk_get_port|"
      r"__inet_hash_connect|inet_hash)$", "a TCP socket's lock or the connection hash"),
     (r"^(udp_sendmsg|udp_recvmsg|__udp_enqueue_schedule_skb|skb_recv_udp|udp_queue_rcv_skb)$",

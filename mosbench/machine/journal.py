@@ -1,8 +1,9 @@
 """A file per run listing what the run changed on the machine, so a crash cannot leave it behind.
 
 Every cgroup made, CPU offlined, process started, scratch directory and network namespace made, every
-line added to a system file (Exim's list of trusted configurations) and every steering setting changed (an
-IRQ's CPUs, a queue's RPS or XPS mask, with its old value) is written down before it takes effect and
+line added to a system file (Exim's list of trusted configurations), every steering setting changed (an
+IRQ's CPUs, a queue's RPS or XPS mask, with its old value) and every file system mounted (its mount point and
+its loop device's image, or the user's device: machine/filesystem.py) is written down before it takes effect and
 crossed off when undone. A run that dies without cleaning up (SIGKILL, an OOM kill of
 the harness) leaves its journal: its guardian (guardian.py), a small process that outlives the harness,
 undoes it at once and marks the run killed in the store; should the guardian be gone too, the next
@@ -74,6 +75,7 @@ class Journal:
             "lines": [],
             "shm": [],
             "settings": [],
+            "mounts": [],
         }
         self._save()
 
@@ -171,6 +173,13 @@ class Journal:
         self.data["settings"] = [e for e in self.data["settings"] if e[0] != str(path)]
         self._save()
 
+    def add_mount(self, entry: dict[str, str]) -> None:
+        """A file system about to be mounted (filesystem.mount_fresh): its mount point, and its image or device."""
+        self._add("mounts", entry)
+
+    def remove_mount(self, entry: dict[str, str]) -> None:
+        self._remove("mounts", entry)
+
     def is_clean(self) -> bool:
         """Nothing listed is left to undo."""
         return not any(v for v in self.data.values() if isinstance(v, list))
@@ -197,6 +206,12 @@ def undo(data: dict, root: Path = Path("/")) -> list[str]:
             kill_cgroup_procs(path)
             if remove_cgroup_dir(path):
                 done.append(f"removed cgroup {cg}")
+    # After the processes that used them, before the scratch that holds them: only a run's own mounts.
+    from mosbench.machine import filesystem
+
+    done.extend(filesystem.undo([e for e in data.get("mounts", []) if all(
+        any(part.startswith(SCRATCH_PREFIX) for part in Path(e[k]).parts) for k in ("mount", "image") if k in e)],
+        SCRATCH_PREFIX))
     for d in data.get("dirs", []):
         # Only a run's own scratch (tmpfs memory until removed), whatever the journal file says.
         if Path(d).name.startswith(SCRATCH_PREFIX) and Path(d).is_dir():

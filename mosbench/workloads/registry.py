@@ -8,6 +8,7 @@ from mosbench.workloads.apache import Apache
 from mosbench.workloads.base import Workload
 from mosbench.workloads.commute import Commute
 from mosbench.workloads.exim import Exim
+from mosbench.workloads.fxmark import Fxmark
 from mosbench.workloads.gmake import Gmake
 from mosbench.workloads.memcached import Memcached
 from mosbench.workloads.metis import Metis
@@ -17,7 +18,8 @@ from mosbench.workloads.psearchy import Psearchy
 from mosbench.workloads.scale import Scale
 
 REGISTRY: dict[str, type[Workload]] = {
-    w.name: w for w in (Micro, Scale, Commute, Metis, Psearchy, Gmake, Memcached, Apache, Exim, Postgres)
+    w.name: w for w in (Micro, Scale, Commute, Fxmark, Metis, Psearchy, Gmake, Memcached, Apache, Exim,
+                         Postgres)
 }
 
 

@@ -1,0 +1,267 @@
+"""fxmark end to end on this machine: every operation briefly at one core on tmpfs and ext4, a file system
+made and gone per point whatever ends the run (a normal end, Ctrl-C, a SIGKILL and its guardian, a dead
+guardian and the next command), the user's device refused until it is free and given up, a file system
+without its mkfs refused before anything is made."""
+
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mosbench.errors import PointFailed
+from mosbench.machine import filesystem, journal
+from mosbench.workloads.fxmark import OPERATIONS, Fxmark
+from tests.conftest import ROOT, mosbench, needs_native, needs_root, refused, sigint_default
+
+pytestmark = [needs_native, needs_root,
+              pytest.mark.skipif(not os.access(ROOT / "native/build/mosbench-fxmark", os.X_OK),
+                                 reason="mosbench-fxmark not built (make -C native)")]
+
+# Small pools and file systems: a point takes well under a second.
+QUICK = ["--cores", "1", "--warmup", "0.2", "--duration", "0.3", "--interval", "0",
+         "-p", "files=200", "-p", "blocks=64", "-p", "size_gib=1"]
+
+
+def leftovers(scratch: str) -> list[str]:
+    """What a run whose scratch is this left on the machine: mounts, loop devices, files."""
+    found = [f"mount {m.point}" for m in filesystem.mounts() if m.point.startswith(scratch)]
+    loops = subprocess.run(["losetup", "--list", "--noheadings", "--output", "NAME,BACK-FILE"],
+                           capture_output=True, text=True, check=True).stdout
+    found += [f"loop {line}" for line in loops.splitlines() if scratch in line]
+    if Path(scratch).exists():
+        found += [f"file {p}" for p in Path(scratch).rglob("*")] or [f"directory {scratch}"]
+    return found
+
+
+def scratch_of(stderr: str) -> str:
+    match = re.search(r"scratch: (\S+)", stderr)
+    assert match, stderr
+    return match.group(1)
+
+
+@pytest.fixture(scope="module")
+def every_operation(tmp_path_factory):
+    """One run of every operation on tmpfs and ext4 at one core: (its store, its stderr)."""
+    db = tmp_path_factory.mktemp("fxmark") / "s.sqlite"
+    r = mosbench("run", "fxmark", "--variant", "tmpfs,ext4", "--trials", "1", *QUICK, "--store", str(db))
+    assert r.returncode == 0, r.stderr
+    return db, r.stderr
+
+
+def test_every_operation_runs_on_tmpfs_and_ext4_and_leaves_nothing(every_operation):
+    db, stderr = every_operation
+    rows = sqlite3.connect(db).execute("select test, variant, status, reason, work, metrics from points").fetchall()
+    assert sorted((t, v) for t, v, *_ in rows) == sorted((op.name, fs) for op in OPERATIONS
+                                                          for fs in ("tmpfs", "ext4"))
+    for test, fs, status, reason, work, metrics in rows:
+        assert status == "ok" and work > 0, (test, fs, reason)
+        m = json.loads(metrics)
+        assert m["fs"] == fs and m["mount_options"].startswith("rw")
+        assert (m["mkfs"] == "") == (fs == "tmpfs")
+        if fs == "ext4":
+            assert "noinit_itable" in m["mount_options"] and m["fs_medium"] == "loop device over a file on tmpfs"
+    assert leftovers(scratch_of(stderr)) == []
+    env = json.loads(sqlite3.connect(db).execute("select environment from runs").fetchone()[0])
+    assert "mke2fs" in env["fxmark"]["mkfs"]["ext4"] and set(env["fxmark"]["mount_options"]) == {"tmpfs", "ext4"}
+
+
+def test_a_refilling_operation_is_rated_over_the_time_it_worked(every_operation):
+    """MWUL re-creates its files when they are gone: that time is left out, so the work stored is the count
+    scaled to the window (above the count sampled), and the share refilling is kept with the point."""
+    db, _ = every_operation
+    for test, metrics, work in sqlite3.connect(db).execute("select test, metrics, work from points"):
+        m = json.loads(metrics)
+        refills = next(op.refills for op in OPERATIONS if op.name == test)
+        if refills:
+            assert 0 < m["refill_share"] < 1 and m["sampled_work"] < work, (test, m)
+        else:
+            assert "refill_share" not in m and "sampled_work" not in m, test
+
+
+def test_direct_io_reaches_the_data_operations_on_ext4_only(tmp_path):
+    db = tmp_path / "s.sqlite"
+    r = mosbench("run", "fxmark/DWOL", "fxmark/MWCL", "--variant", "tmpfs,ext4", "--trials", "1", *QUICK,
+                 "-p", "directio=yes", "--store", str(db))
+    assert r.returncode == 0, r.stderr
+    io = {(t, v): json.loads(m).get("io") for t, v, m in sqlite3.connect(db).execute(
+        "select test, variant, metrics from points")}
+    # tmpfs stays buffered as in FxMark; a metadata operation has no data to read or write
+    assert io == {("DWOL", "ext4"): "direct", ("DWOL", "tmpfs"): "buffered", ("MWCL", "ext4"): None,
+                  ("MWCL", "tmpfs"): None}
+
+
+def _start(tmp_path: Path, env: dict | None = None) -> tuple[subprocess.Popen, str]:
+    """A run of ext4 points inside its first point's window: the process and its scratch directory."""
+    proc = subprocess.Popen([sys.executable, "-m", "mosbench", "run", "fxmark/MWUL", "--variant", "ext4",
+                             "--trials", "5", *QUICK[:-1], "size_gib=1", "--duration", "3",
+                             "--store", str(tmp_path / "s.sqlite")],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})}, preexec_fn=sigint_default)
+    try:
+        scratch = ""
+        while "scratch:" not in scratch:
+            line = proc.stderr.readline()
+            assert line, "the run ended before it said where its scratch is"
+            scratch = line
+        scratch = scratch_of(scratch)
+        deadline = time.monotonic() + 120  # the machine lock may be another run's for a while
+        while not any(m.point.startswith(scratch) and m.fstype == "ext4" for m in filesystem.mounts()):
+            assert time.monotonic() < deadline and proc.poll() is None, "no file system was mounted"
+            time.sleep(0.05)
+        time.sleep(0.5)  # inside the point: the driver at work on the mounted file system
+    except BaseException:
+        proc.kill()
+        raise
+    return proc, scratch
+
+
+def test_ctrl_c_mid_point_leaves_no_mount_loop_device_or_file(tmp_path):
+    proc, scratch = _start(tmp_path)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert leftovers(scratch) == []
+
+
+def test_a_killed_harness_s_file_system_is_released_by_its_guardian(tmp_path):
+    state = tmp_path / "state"
+    proc, scratch = _start(tmp_path, {"MOSBENCH_STATE": str(state)})
+    (journal_file,) = state.glob("run-*.json")
+    assert json.loads(journal_file.read_text())["mounts"], "the mount was not journaled"
+    proc.kill()  # no finally runs: the guardian must unmount, detach and remove
+    proc.communicate()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (list(state.glob("run-*.json")) or leftovers(scratch)):
+        time.sleep(0.1)
+    assert not list(state.glob("run-*.json")), "the guardian did not finish"
+    assert leftovers(scratch) == []
+
+
+class _Ledger:
+    """A journal as filesystem.mount_fresh writes it, kept in memory."""
+
+    def __init__(self):
+        self.entries: list[dict[str, str]] = []
+
+    def add_mount(self, entry):
+        self.entries.append(entry)
+
+    def remove_mount(self, entry):
+        if entry in self.entries:
+            self.entries.remove(entry)
+
+
+def test_a_dead_run_s_mount_is_released_by_the_next_command(tmp_path):
+    """Harness and guardian both gone: the journal they left is recovered by whoever looks next."""
+    scratch = Path(f"/dev/shm/{journal.SCRATCH_PREFIX}-fxtest-{os.getpid()}")
+    scratch.mkdir()
+    try:
+        ledger = _Ledger()
+        filesystem.mount_fresh(filesystem.KNOWN["ext4"], scratch / "fs", ledger, size=1 << 30,
+                               image=scratch / "fs.img")
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        (tmp_path / "run-1.json").write_text(json.dumps({"owner": dead.pid, "owner_start": None,
+                                                         "mounts": ledger.entries}))
+        done = journal.recover_stale(tmp_path)
+        assert any(a.startswith("unmounted") for a in done) and any(a.startswith("detached") for a in done)
+        # The scratch was no longer journaled (its run had removed all it could): emptied, it goes too.
+        assert leftovers(str(scratch)) == []
+    finally:
+        filesystem.undo([{"mount": str(scratch / "fs"), "image": str(scratch / "fs.img")}])
+        if scratch.exists():
+            scratch.rmdir()
+
+
+@pytest.mark.skipif(filesystem.KNOWN["xfs"].missing() is not None, reason="no mkfs.xfs")
+def test_a_file_system_that_cannot_be_made_fails_its_point_and_leaves_nothing(tmp_path):
+    ledger = _Ledger()  # 16 MiB: below XFS's smallest, and mkfs.xfs's cause is its first line of many
+    with pytest.raises(PointFailed, match=r"mkfs\.xfs .*: Filesystem must be larger than"):
+        filesystem.mount_fresh(filesystem.KNOWN["xfs"], tmp_path / "fs", ledger, size=16 << 20,
+                               image=tmp_path / "fs.img")
+    assert ledger.entries == [] and leftovers(str(tmp_path)) == [f"directory {tmp_path}"]
+
+
+def test_undo_touches_no_mount_outside_a_run_s_scratch(tmp_path):
+    where = tmp_path / "theirs"
+    where.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)], check=True)
+    try:
+        journal.undo({"mounts": [{"mount": str(where)}]})
+        assert filesystem.is_mounted(where)
+    finally:
+        subprocess.run(["umount", str(where)], check=True)
+
+
+@pytest.fixture
+def loop_device(tmp_path):
+    """A free loop device of this test's own, over a 1 GiB sparse file."""
+    image = tmp_path / "disk.img"
+    with open(image, "wb") as f:
+        f.truncate(1 << 30)
+    loop = subprocess.run(["losetup", "--find", "--show", str(image)], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    yield loop
+    subprocess.run(["losetup", "--detach", loop], check=False)
+
+
+def test_a_device_is_refused_until_it_is_free_and_given_up(tmp_path, loop_device):
+    run = ["run", "fxmark/DRBL", "--variant", "ext4", *QUICK]
+    assert refused(tmp_path, *run, "-p", "device=/dev/null", "-p", "wipe=yes").endswith("not a block device")
+    assert "add -p wipe=yes to agree" in refused(tmp_path, *run, "-p", f"device={loop_device}")
+    subprocess.run(["mkfs.ext4", "-F", "-q", loop_device], check=True)
+    where = tmp_path / "mounted"
+    where.mkdir()
+    subprocess.run(["mount", loop_device, str(where)], check=True)
+    try:
+        line = refused(tmp_path, *run, "-p", f"device={loop_device}", "-p", "wipe=yes")
+        assert f"is mounted at {where}" in line
+    finally:
+        subprocess.run(["umount", str(where)], check=True)
+    db = tmp_path / "s.sqlite"
+    r = mosbench(*run, "--trials", "1", "-p", f"device={loop_device}", "-p", "wipe=yes", "--store", str(db))
+    assert r.returncode == 0, r.stderr
+    (metrics,) = sqlite3.connect(db).execute("select metrics from points where status = 'ok'").fetchone()
+    assert json.loads(metrics)["fs_medium"] == loop_device
+    assert filesystem.device_in_use(Path(loop_device)) is None  # unmounted, and the loop device still ours
+    assert leftovers(scratch_of(r.stderr)) == []
+
+
+def test_a_file_system_without_its_mkfs_is_refused_before_anything_is_made(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("losetup", "mount", "umount", "mkfs.ext4"):
+        (bin_dir / tool).symlink_to(subprocess.run(["which", tool], capture_output=True, text=True,
+                                                   check=True).stdout.strip())
+    db = tmp_path / "refused.sqlite"
+    r = mosbench("run", "fxmark/DRBL", "--variant", "tmpfs,xfs", *QUICK, "--store", str(db),
+                 env={"PATH": str(bin_dir)})
+    assert r.returncode == 2, r.stderr
+    (line,) = [x for x in r.stderr.splitlines() if x.strip()]
+    assert "xfs points need mkfs.xfs (xfsprogs), which this machine lacks" in line
+    assert "--variant tmpfs,ext4" in line
+    assert not db.exists() or sqlite3.connect(db).execute("select count(*) from runs").fetchone()[0] == 0
+
+
+def test_a_ctrl_c_while_signals_are_held_lands_after_the_block():
+    done = []
+    with pytest.raises(KeyboardInterrupt), filesystem.signals_held():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)  # Python would have run the handler by now
+        done.append("the block went on")
+    assert done == ["the block went on"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_every_file_system_is_a_variant_and_every_operation_a_test():
+    w = Fxmark()
+    assert [v.name for v in w.variants] == ["tmpfs", "ext4", "xfs", "btrfs"]
+    assert [t.name for t in w.tests()] == [op.name for op in OPERATIONS]
+    assert {op.name[-1] for op in OPERATIONS} == {"L", "M", "H"}
