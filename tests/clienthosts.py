@@ -9,17 +9,19 @@ separation user sshd needs: nothing of the machine's changes. A host may have it
 its sessions (libfaketime, preloaded by sshd's SetEnv).
 
 Everything is removed when the context ends: sshd by its PID, the namespaces (their veth ends with
-them), the bridge, the directory of keys and configs.
+them), the bridge, the directory of keys and configs, libfaketime's semaphore and shared memory.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import itertools
 import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import tempfile
 import time
@@ -28,6 +30,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 FAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
+SHM = Path("/dev/shm")
 QUEUES = 4
 _SERIAL = itertools.count()
 
@@ -53,8 +56,46 @@ def why_not() -> str | None:
     return None
 
 
+def _faketime_files() -> set[Path]:
+    """libfaketime's own pairs in /dev/shm (named by the PID that made them)."""
+    return {*SHM.glob("faketime_shm_*"), *SHM.glob("sem.faketime_sem_*")}
+
+
 def _ip(*args: str) -> None:
     subprocess.run(["ip", *args], check=True, capture_output=True)
+
+
+class FaketimeShared:
+    """libfaketime's semaphore and shared state (struct ft_shared_s) made by the rig, for every session it
+    skews to use. Left to itself, the first process of a session that loads libfaketime makes a pair
+    named by its PID in /dev/shm and removes it only if it exits normally, which a shell that execs its
+    command or a generator ended by a signal never does: they stayed behind. With FAKETIME_SHARED naming
+    an existing pair, no process makes one, and the rig removes its own."""
+
+    def __init__(self, tag: str):
+        self.sem = f"/mosbench-test-faketime-sem-{tag}"
+        self.shm = f"/mosbench-test-faketime-shm-{tag}"
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.sem_open.restype = ctypes.c_void_p
+        libc.sem_open.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_uint, ctypes.c_uint]
+        sem = libc.sem_open(self.sem.encode(), os.O_CREAT | os.O_EXCL, 0o600, 1)
+        if sem in (None, ctypes.c_void_p(-1).value):
+            raise OSError(ctypes.get_errno(), f"sem_open {self.sem}: {os.strerror(ctypes.get_errno())}")
+        libc.sem_close(ctypes.c_void_p(sem))
+        # ticks, file_idx, then the start times (real, monotonic, raw, boot) unset: tv_nsec -1, as
+        # libfaketime's own ft_shm_create leaves them for the first process to fill.
+        fd = os.open(SHM / self.shm[1:], os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(struct.pack("<QQ8q", 0, 0, *(0, -1) * 4))
+
+    def env(self) -> str:
+        """The SetEnv word that names the pair to libfaketime (sshd's config parser keeps the quotes' space)."""
+        return f'FAKETIME_SHARED="{self.sem} {self.shm}"'
+
+    def close(self) -> None:
+        for path in (SHM / f"sem.{self.sem[1:]}", SHM / self.shm[1:]):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
 
 
 @dataclass
@@ -84,6 +125,8 @@ class ClientHosts:
                       for i in range(count)]
         self.dir = Path(tempfile.mkdtemp(prefix="mosbench-test-hosts-"))
         self.ssh_config = self.dir / "ssh_config"
+        self.faketime: FaketimeShared | None = None
+        self.faketime_before = _faketime_files()  # others' (a run of an older rig) are not this one's
 
     def __enter__(self) -> ClientHosts:
         try:
@@ -110,7 +153,9 @@ class ClientHosts:
             passwd += "sshd:x:65534:65534:privilege separation:/run/sshd:/usr/sbin/nologin\n"
         (d / "passwd").write_text(passwd)
         (d / "privsep").mkdir(mode=0o755)
-        _ip("link", "add", self.bridge, "type", "bridge")
+        # Queues of its own, so that the servers' device spreads flows over several (its RSS stood in by
+        # the verification key over them): a balanced choice of source ports has something to balance.
+        _ip("link", "add", self.bridge, "numtxqueues", str(QUEUES), "numrxqueues", str(QUEUES), "type", "bridge")
         _ip("addr", "add", f"{self.server_address}/24", "dev", self.bridge)
         _ip("link", "set", self.bridge, "up")
         lines = []
@@ -131,8 +176,10 @@ class ClientHosts:
             config = d / f"sshd_config.{i}"
             env = ""
             if i in self.skew:
+                if self.faketime is None:
+                    self.faketime = FaketimeShared(self.tag)
                 env = (f"SetEnv LD_PRELOAD={FAKETIME} FAKETIME={self.skew[i]:+g} DONT_FAKE_MONOTONIC=1 "
-                       "FAKETIME_DONT_RESET=1\n")
+                       f"FAKETIME_DONT_RESET=1 {self.faketime.env()}\n")
             config.write_text(
                 f"ListenAddress {h.address}\nPort 22\nHostKey {d / 'host_key'}\n"
                 f"AuthorizedKeysFile {d / 'authorized_keys'}\nPidFile {d / f'sshd.{i}.pid'}\n"
@@ -190,11 +237,14 @@ class ClientHosts:
                     h.sshd.wait()
             subprocess.run(["ip", "netns", "delete", h.netns], capture_output=True)
         subprocess.run(["ip", "link", "delete", self.bridge], capture_output=True)
+        if self.faketime is not None:
+            self.faketime.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def leftovers(tag_hosts: ClientHosts) -> list[str]:
-    """What of a run on these hosts is still there: generators' processes and their directories."""
+    """What of a run on these hosts is still there: generators' processes and their directories, and
+    libfaketime's files from their sessions."""
     found = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -206,4 +256,5 @@ def leftovers(tag_hosts: ClientHosts) -> list[str]:
             if generator or session:
                 found.append(f"process {pid}: {cmd.strip()}")
     found += [f"file {p}" for p in Path("/tmp").glob("mosbench-client.*")]
+    found += [f"file {p}" for p in sorted(_faketime_files() - tag_hosts.faketime_before)]
     return found

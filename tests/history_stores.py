@@ -59,7 +59,8 @@ def fill(db: Store, n_runs: int, changes: list[Planted], seed: int, tests: int =
                         rows.append({"run_id": run_id, "workload": "micro", "test": name, "variant": "procs",
                                      "cores": cores, "trial": trial, "status": "ok", "started_at": started,
                                      "cpus": "0", "unit": "op", "window_s": 1.0, "work": per_core * cores,
-                                     "throughput": per_core * cores, "interfered": False})
+                                     "throughput": per_core * cores, "interfered": False, "user_s": 0.8 * cores,
+                                     "system_s": 0.2 * cores, "idle_s": 0.0, "steal_s": 0.0})
             conn.execute(points.insert(), rows)
             ids.append(int(run_id))
     return ids

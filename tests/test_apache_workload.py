@@ -30,6 +30,7 @@ servers = needs_server(apache.APACHE)
 @pytest.mark.parametrize("test", ["close", "keepalive"])
 def test_both_variants_serve_checked_responses(tmp_path, monkeypatch, test):
     points = run_points(tmp_path, monkeypatch, "apache", test, variants=("per-core", "single"))
+    assert sorted(p["variant"] for p in points) == ["per-core", "single"]  # one point each, none lost
     for p in points:
         assert p["status"] == "ok", p.get("reason")
         m = p["metrics"]

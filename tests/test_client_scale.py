@@ -18,22 +18,24 @@ from hypothesis import strategies as st
 from mosbench import cpulist
 from mosbench.errors import UserError
 from mosbench.workloads.exim import session_share
-from mosbench.workloads.server import remote
 from mosbench.workloads.server.base import client_cores, per_host_cpus
+from mosbench.workloads.server.hosts import ClientHost, parse_clients
+from mosbench.workloads.server.probe import HostFacts, check_host, host_cpus
+from mosbench.workloads.server.shares import share, slot_share
 
 SERVER_CORES = 256
 
 
-def _hosts_file(tmp_path: Path, count: int, cpus: str) -> tuple[remote.ClientHost, ...]:
+def _hosts_file(tmp_path: Path, count: int, cpus: str) -> tuple[ClientHost, ...]:
     listing = tmp_path / "hosts"
     listing.write_text("# the rack\n" + "".join(f"client{i:02d}.rack {cpus}\n" for i in range(1, count + 1)))
-    return remote.parse_clients(f"@{listing}")
+    return parse_clients(f"@{listing}")
 
 
-def _facts(host: remote.ClientHost, online: int) -> remote.HostFacts:
+def _facts(host: ClientHost, online: int) -> HostFacts:
     import platform
-    return remote.HostFacts(host.name, host.name, platform.machine(), "6.1.0", tuple(range(online)),
-                            "169.254.7.1 dev eth0 src 169.254.9.2 uid 0")
+    return HostFacts(host.name, host.name, platform.machine(), "6.1.0", tuple(range(online)),
+                     "169.254.7.1 dev eth0 src 169.254.9.2 uid 0")
 
 
 def _given_out(ports: int, per_port: int, hosts: int) -> tuple[list[int], dict[int, list[int]]]:
@@ -43,7 +45,7 @@ def _given_out(ports: int, per_port: int, hosts: int) -> tuple[list[int], dict[i
     on_port: dict[int, list[int]] = {p: [] for p in port_list}
     loads = []
     for h in range(hosts):
-        mine = remote.slot_share(port_list, per_port, h, hosts)
+        mine = slot_share(port_list, per_port, h, hosts)
         if mine is None:
             # Only a host that would have had less than one context of a port it shares has nothing.
             assert ports < hosts and per_port < len(range(h % ports, hosts, ports))
@@ -95,7 +97,7 @@ def test_each_hosts_load_on_a_small_rack(ports: int, per_port: int, hosts: int, 
 
 @given(total=st.integers(0, 100_000), hosts=st.integers(1, 300))
 def test_shares_add_up_and_are_even(total: int, hosts: int) -> None:
-    parts = [remote.share(total, h, hosts) for h in range(hosts)]
+    parts = [share(total, h, hosts) for h in range(hosts)]
     assert sum(parts) == total and max(parts) - min(parts) <= 1
 
 
@@ -109,16 +111,16 @@ def test_memcached_at_256_cores_from_the_papers_22_hosts(tmp_path: Path) -> None
     assert per_host == 36 and per_host * len(hosts) == 792
     for host in hosts:
         facts = _facts(host, 36)
-        remote.check_host(facts, host, per_host)
-        assert remote.host_cpus(host, facts, per_host) == tuple(range(36))
+        check_host(facts, host, per_host)
+        assert host_cpus(host, facts, per_host) == tuple(range(36))
     ports = list(range(20000, 20000 + SERVER_CORES))  # a memcached per core, a port each
-    shares = [remote.slot_share(ports, 8, h, len(hosts)) for h in range(len(hosts))]
+    shares = [slot_share(ports, 8, h, len(hosts)) for h in range(len(hosts))]
     assert all(s is not None for s in shares)
     assert sorted(p for s in shares for p in s[0]) == ports  # each port driven from one host, all 8 contexts
     # Descriptors: a host's memload holds a UDP socket per context, far below any hard limit a host has.
     assert max(len(s[0]) * s[1] for s in shares) == 12 * 8
     # The threaded variant's one port: 8 contexts a core, 2048 in all, 93 or 94 a host.
-    counts = [remote.slot_share([20000], 8 * SERVER_CORES, h, len(hosts))[1] for h in range(len(hosts))]
+    counts = [slot_share([20000], 8 * SERVER_CORES, h, len(hosts))[1] for h in range(len(hosts))]
     assert sum(counts) == 2048 and set(counts) == {93, 94}
 
 
@@ -126,7 +128,7 @@ def test_a_host_short_of_cpus_is_named_before_the_run(tmp_path: Path) -> None:
     hosts = _hosts_file(tmp_path, 22, "")
     per_host = per_host_cpus(SERVER_CORES, {"client_cpus": 792 / SERVER_CORES}, len(hosts))
     with pytest.raises(UserError, match=r"client host client01.rack has 32 CPUs and a point wants 36 there"):
-        remote.check_host(_facts(hosts[0], 32), hosts[0], per_host)
+        check_host(_facts(hosts[0], 32), hosts[0], per_host)
 
 
 def test_apache_at_256_cores_from_25_hosts() -> None:
@@ -134,7 +136,7 @@ def test_apache_at_256_cores_from_25_hosts() -> None:
     the hosts together, so its MaxRequestWorkers (twice its connections) is never outrun, and each
     host holds ten or eleven ports' connections."""
     ports = list(range(20000, 20000 + SERVER_CORES))
-    shares = [remote.slot_share(ports, 8, h, 25) for h in range(25)]
+    shares = [slot_share(ports, 8, h, 25) for h in range(25)]
     per_port = dict.fromkeys(ports, 0)
     for mine_ports, count in shares:  # type: ignore[misc]
         for p in mine_ports:
@@ -142,7 +144,7 @@ def test_apache_at_256_cores_from_25_hosts() -> None:
     assert set(per_port.values()) == {8}
     assert {len(s[0]) for s in shares} == {10, 11}  # type: ignore[index]
     # One apache2 for all cores (the stock variant): one port, 2048 connections, about 82 a host.
-    counts = [remote.slot_share([20000], 8 * SERVER_CORES, h, 25)[1] for h in range(25)]  # type: ignore[index]
+    counts = [slot_share([20000], 8 * SERVER_CORES, h, 25)[1] for h in range(25)]  # type: ignore[index]
     assert sum(counts) == 2048 and max(counts) - min(counts) <= 1
 
 
@@ -159,7 +161,7 @@ def test_exim_sessions_and_pgbench_clients_over_25_hosts() -> None:
     assert users == list(range(96))
     # More hosts than sessions: the hosts past them run nothing rather than mail a user twice.
     assert [session_share(3, h, 25) is not None for h in range(25)].count(True) == 3
-    pg = [remote.share(SERVER_CORES, h, 25) for h in range(25)]
+    pg = [share(SERVER_CORES, h, 25) for h in range(25)]
     assert sum(pg) == SERVER_CORES and set(pg) == {10, 11}
 
 
@@ -169,5 +171,5 @@ def test_a_recorded_rack_with_cpu_lists_is_taken_as_given(tmp_path: Path) -> Non
     for host in hosts:
         assert host.cpus == tuple(cpulist.parse("32-63"))
         facts = _facts(host, 64)
-        remote.check_host(facts, host, 11)
-        assert remote.host_cpus(host, facts, 11) == tuple(range(32, 64))
+        check_host(facts, host, 11)
+        assert host_cpus(host, facts, 11) == tuple(range(32, 64))

@@ -5,7 +5,7 @@ import pytest
 
 from mosbench.analysis import cells, commute
 from mosbench.errors import UserError
-from mosbench.report import html
+from mosbench.report import html, sections
 from mosbench.run.plan import Plan
 from mosbench.store import db as store
 from mosbench.workloads.commute import CALLS, Commute, parse_list
@@ -47,6 +47,17 @@ def test_each_side_is_judged_against_its_own_alone_rate():
     assert found["open-open/diffname-procs"].scales is True
     # A contrast that loses is expected; it never enters the matrix or the list to fix.
     assert found["open-unlink/samename"].commutes is False
+
+
+def test_pairs_are_a_section_of_their_own_not_curves():
+    """The workload says so (Workload.curves): the report's sections never name it."""
+    series = cells.build_series(_run())
+    micro = cells.build_series([{**p, "workload": "micro", "test": "open1", "variant": "threads"}
+                                for p in _run()[:1]])
+    assert Commute.curves is False
+    assert sections.curves(series + micro) == micro
+    view = sections.View(series, {}, (sections.RunSeries("#1", series, {}, "6.1.0-test"),), "")
+    assert [s.kind for s in sections.build(view)] == ["summary", "commute"]
 
 
 def test_the_matrix_counts_commutative_situations_and_the_list_is_worst_first():

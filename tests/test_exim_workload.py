@@ -106,6 +106,7 @@ def _trusted_lines() -> list[str] | None:
 def test_both_variants_deliver_every_accepted_message_once(tmp_path, monkeypatch):
     before = _trusted_lines()
     points = run_points(tmp_path, monkeypatch, "exim", variants=("stock", "tuned"), clients=8)
+    assert sorted(p["variant"] for p in points) == ["stock", "tuned"]  # one point each, none lost
     for p in points:
         assert p["status"] == "ok", p.get("reason")
         m = p["metrics"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import subprocess
@@ -76,7 +77,6 @@ def test_false_changes_stay_under_one_percent_of_unchanged_series():
 
 
 def _memory_suite(n: int, seed: int, step: tuple[int, float] | None = None):
-    import datetime as dt
     import random
 
     rng = random.Random(seed)
@@ -205,10 +205,28 @@ def test_user_errors_are_one_line_and_exit_2(db, tmp_path):
 
 def test_one_machine_of_several_and_the_others_named(db):
     fill(db, 5, [], seed=11, tests=1, host="big")
-    import datetime as dt
-
     fill(db, 6, [], seed=12, tests=1, host="small", start=dt.datetime(2025, 1, 1, tzinfo=dt.UTC))
     h = built(db)
     assert h.machine.hostname == "big" and len(h.runs) == 5  # the newest run's machine
     assert [(m.hostname, n) for m, n in h.other_machines] == [("small", 6)]
     assert len(built(db, host="small").runs) == 6
+
+
+def test_the_report_and_show_have_a_history_section_once_a_machine_has_runs_enough(db, tmp_path):
+    from mosbench.report import html
+
+    fill(db, 3, [], seed=13, tests=2)
+    assert hist.of_run(db.list_runs(), db.history_points, db.run("latest")) is None
+    fill(db, 7, [Planted(3, 0.7, cores=(8,), tests=("t1",))], seed=14, tests=2,
+         start=dt.datetime(2026, 2, 1, tzinfo=dt.UTC))
+    page = html.write(db, ["latest"], tmp_path / "r.html").read_text()
+    assert '<h2 id="history">History</h2>' in page
+    assert "micro/t1 procs, #6 → #7" in page
+    assert (tmp_path / "r_files" / "history_heatmap.svg").exists()
+    assert (tmp_path / "r_files" / "history_micro_t1_procs.png").exists()
+    # An older run's report reads only the runs up to it.
+    older = hist.of_run(db.list_runs(), db.history_points, db.run(5))
+    assert older is not None and len(older.runs) == 5 and older.shifts == []
+    done = mosbench("show", store=tmp_path / "h.sqlite")
+    assert done.returncode == 0, done.stderr
+    assert "\nHistory\n" in done.stdout and "micro/t1 procs  #6 → #7" in done.stdout

@@ -15,10 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from mosbench.analysis import network
+from mosbench.machine import doctor, nic, rss
 from mosbench.machine import journal as journal_mod
-from mosbench.machine import nic
 from mosbench.machine.journal import Journal
 from mosbench.machine.nic import DeviceIds, QueuePackets
+from mosbench.report import nic as nic_words
 
 FIX = Path(__file__).parent / "fixtures" / "nic"
 
@@ -143,15 +145,17 @@ def test_queue_irqs_msi_irqs_exclude_and_rescue():
     assert [q.irq for q in nic.queue_irqs("renamed0", text, msi)] == [99, *range(109, 120)]
 
 
-def fake_device(root: Path, dev: str, device: str, msi: set[int], rx: int = 1, tx: int = 1,
+def fake_device(root: Path, dev: str, device: str, msi: set[int] | None, rx: int = 1, tx: int = 1,
                 rps: str = "0", xps: str | None = "0") -> None:
-    """/sys/class/net/DEV with its device link, the PCI function's msi_irqs and the queues' steering files."""
+    """/sys/class/net/DEV with its device link, the PCI function's msi_irqs (None: a device without, as
+    virtio over MMIO is) and the queues' steering files."""
     target = root / "sys/devices/pci0000:00" / device
     target.mkdir(parents=True, exist_ok=True)
-    msi_dir = (target.parent if target.name.startswith("virtio") else target) / "msi_irqs"
-    msi_dir.mkdir(exist_ok=True)
-    for irq in msi:
-        (msi_dir / str(irq)).write_text("msix\n")
+    if msi is not None:
+        msi_dir = (target.parent if target.name.startswith("virtio") else target) / "msi_irqs"
+        msi_dir.mkdir(exist_ok=True)
+        for irq in msi:
+            (msi_dir / str(irq)).write_text("msix\n")
     net = root / "sys/class/net" / dev
     net.mkdir(parents=True)
     (net / "device").symlink_to(os.path.relpath(target, net))
@@ -182,6 +186,50 @@ def test_device_ids_and_msi_irqs_from_sysfs(tmp_path):
     assert nic.device_ids("ens1f0", tmp_path) == DeviceIds("ens1f0", "0000:3b:00.0")
     assert nic.device_ids("veth0", tmp_path) == DeviceIds("veth0")
     assert nic.device_msi_irqs("veth0", tmp_path) is None
+
+
+# One machine per driver family: its /proc/interrupts as recorded, its device as sysfs links it (the PCI
+# function, or the virtio device under it) and the function's MSI IRQs, and the queues each must find.
+# Without a list of MSI IRQs, only names find them: mlx5's carry the PCI address, virtio_net's the virtio
+# device, never the interface's name.
+MACHINES = {
+    "ixgbe": ("eth0", "0000:03:00.0", set(range(84, 93)), "interrupts-16cpu-TxRx-2.6.32-before.txt",
+              [(85 + q, q, "TxRx") for q in range(8)]),
+    "i40e": ("enP1s15", "0001:00:0f.0", {9, 10, 11, 12}, "interrupts-4cpu-i40e-head.txt",
+             [(10, 0, "TxRx"), (11, 1, "TxRx"), (12, 2, "TxRx")]),
+    "mlx5": ("enp1s0f0np0", "0000:01:00.0", {98, 99, *range(109, 120)}, None,
+             [(irq, q, "TxRx") for q, irq in enumerate([99, *range(109, 120)])]),
+    "virtio_net": ("eth0", "0000:00:03.0/virtio2", {37, 38, 39}, "interrupts-2cpu-virtio-6.18-here.txt",
+                   [(38, 0, "rx"), (39, 0, "tx")]),
+    "mlx5 without msi_irqs": ("enp1s0f0np0", "0000:01:00.0", None, None,
+                              [(irq, q, "TxRx") for q, irq in enumerate([99, *range(109, 120)])]),
+    "virtio_net over MMIO": ("eth0", "a003e00.virtio_mmio/virtio2", None, "interrupts-2cpu-virtio-6.18-here.txt",
+                             [(38, 0, "rx"), (39, 0, "tx")]),
+}
+
+
+def fake_machine(root: Path, driver: str) -> str:
+    dev, device, msi, interrupts, _ = MACHINES[driver]
+    fake_proc(root, fixture(interrupts) if interrupts else mlx5_interrupts())
+    fake_device(root, dev, device, msi)
+    return dev
+
+
+@pytest.mark.parametrize("driver", MACHINES)
+def test_the_one_lookup_finds_each_drivers_queues_from_the_machine(tmp_path, driver):
+    dev = fake_machine(tmp_path, driver)
+    assert queues(nic.device_queue_irqs(dev, tmp_path)) == MACHINES[driver][4]
+
+
+@pytest.mark.parametrize("driver", MACHINES)
+def test_doctor_counts_each_drivers_queue_interrupts(tmp_path, monkeypatch, driver):
+    dev = fake_machine(tmp_path, driver)
+    monkeypatch.setattr(nic, "device_of", lambda address: dev)
+    monkeypatch.setattr(rss, "device_rss", lambda dev: rss.Rss.default(4))
+    rows = {what.strip(): (finding, ok) for what, finding, ok in doctor.server_nic_rows("10.0.0.1", tmp_path)}
+    found = MACHINES[driver][4]
+    assert rows["queue interrupts"][0].startswith(f"{len(found)} (first 8: {found[0][0]}→0-11")
+    assert rows["RSS"] == ("toeplitz over 128 entries, queues 4, key 40 bytes", True)
 
 
 # --- packets per queue ---------------------------------------------------------------------------------------
@@ -228,7 +276,7 @@ def test_window_of_a_real_recording_one_core_took_every_interrupt(tmp_path):
     window = nic.delta(nic.snapshot("eth0", before, none), nic.snapshot("eth0", after, none))
     assert window.queue_irqs == 8 and {c: n for c, n in window.interrupts.items() if n} == {8: 69}
     assert window.note == "ethtool -S eth0 shows no packets per queue"
-    assert window.summary([8, 9, 10, 11]) == (
+    assert words(window, [8, 9, 10, 11]) == (
         "NIC interrupts: 100% on the point's 4 CPUs (min 0%, max 100% of it per CPU); none elsewhere")
 
 
@@ -241,7 +289,7 @@ def test_window_on_256_cpus_and_its_metrics(tmp_path):
         "queue_0_rx_cnt: 183700", "queue_0_rx_cnt: 183900"))
     window = nic.delta(nic.snapshot("ens5", before, stats), nic.snapshot("ens5", after, stats))
     point = range(32)
-    assert window.summary(point) == (
+    assert words(window, point) == (
         "NET_RX: >99% on the point's 32 CPUs (min 3%, max 3% of it per CPU); <1% elsewhere (CPU 200) | "
         "NET_TX: 100% on the point's 32 CPUs (min 3%, max 3% of it per CPU); none elsewhere")
     assert window.packets == {0: QueuePackets(200, 0), 1: QueuePackets(0, 0)}
@@ -255,11 +303,25 @@ def test_window_on_256_cpus_and_its_metrics(tmp_path):
 
 def test_summary_names_where_the_rest_went():
     window = nic.NicWindow("eth0", {}, {0: 2400, 1: 2100, 2: 2800, 3: 2500, 7: 200, 9: 0}, {}, {}, 0)
-    assert window.summary([0, 1, 2, 3]) == (
+    assert words(window, [0, 1, 2, 3]) == (
         "NET_RX: 98% on the point's 4 CPUs (min 21%, max 29% of it per CPU); 2% elsewhere (CPU 7)")
     spread = nic.NicWindow("eth0", {}, {0: 10, 4: 50, 5: 20, 6: 10, 7: 10}, {}, {}, 0)
-    assert spread.summary([0]) == "NET_RX: 10% on the point's CPU; 90% elsewhere (CPUs 4, 5, 6 and 1 more)"
-    assert nic.NicWindow("eth0", {}, {}, {}, {}, 0).summary([0]) == "no network work on eth0 in the window"
+    assert words(spread, [0]) == "NET_RX: 10% on the point's CPU; 90% elsewhere (CPUs 4, 5, 6 and 1 more)"
+    assert words(nic.NicWindow("eth0", {}, {}, {}, {}, 0), [0]) == "no network work on eth0 in the window"
+
+
+def test_a_point_stores_counts_and_one_stored_before_keeps_its_sentence():
+    window = nic.NicWindow("eth0", {}, {0: 2400, 1: 2100, 7: 200}, {}, {}, 0)
+    stored = window.metrics([0, 1])
+    assert not [k for k, v in stored.items() if isinstance(v, str) and " " in v]  # no sentence among them
+    old = {**stored, "nic_summary": "NET_RX: 92% on the point's 2 CPUs, as an older mosbench worded it"}
+    assert nic_words.summary(network.work_of(old, (0, 1))) == old["nic_summary"]
+
+
+def words(window: nic.NicWindow, cpus) -> str:
+    """The report's sentence of a window, from what its point stores (through JSON, as the store keeps it)."""
+    stored = json.loads(json.dumps(window.metrics(cpus)))
+    return nic_words.summary(network.work_of(stored, tuple(cpus)))
 
 
 def test_counters_that_went_back_are_not_a_window():
@@ -446,7 +508,7 @@ def test_live_veth_counts_its_queue_and_takes_steering_back(tmp_path):
         assert _ping(f"169.254.{third}.2", 5) == 5
         window = nic.delta(before, nic.snapshot(a))
         assert window.packets[0].rx >= 5 and window.packets[0].tx is None
-        assert window.queue_irqs == 0 and "NET_RX" in window.summary(range(os.cpu_count() or 1))
+        assert window.queue_irqs == 0 and "NET_RX" in words(window, range(os.cpu_count() or 1))
 
         rps = Path(f"/sys/class/net/{a}/queues/rx-0/rps_cpus")
         old = rps.read_text().strip()

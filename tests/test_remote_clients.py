@@ -21,10 +21,12 @@ from pathlib import Path
 import pytest
 
 from mosbench import native
+from mosbench.analysis.network import flows_of
 from mosbench.errors import UserError
-from mosbench.workloads.server import limits, ports, remote
+from mosbench.workloads.server import hostresult, limits, ports, remote, ssh
 from mosbench.workloads.server.histogram import Histogram, bucket_of, bucket_top
-from tests.clienthosts import ClientHosts, leftovers, why_not
+from mosbench.workloads.server.hosts import ClientHost, parse_clients
+from tests.clienthosts import QUEUES, ClientHosts, leftovers, why_not
 
 MOSBENCH = [sys.executable, "-m", "mosbench"]
 
@@ -32,12 +34,12 @@ MOSBENCH = [sys.executable, "-m", "mosbench"]
 # --- what needs no host ---------------------------------------------------------------------------------
 
 def test_client_lists_and_files(tmp_path: Path) -> None:
-    assert [h.name for h in remote.parse_clients("c1, root@c2,169.254.1.2")] == ["c1", "root@c2", "169.254.1.2"]
-    assert remote.parse_clients("") == ()
+    assert [h.name for h in parse_clients("c1, root@c2,169.254.1.2")] == ["c1", "root@c2", "169.254.1.2"]
+    assert parse_clients("") == ()
     listing = tmp_path / "hosts"
     listing.write_text("# the rack\nc1 0-15\n\nc2   # all its CPUs\n")
-    hosts = remote.parse_clients(f"@{listing}")
-    assert hosts == (remote.ClientHost("c1", tuple(range(16))), remote.ClientHost("c2"))
+    hosts = parse_clients(f"@{listing}")
+    assert hosts == (ClientHost("c1", tuple(range(16))), ClientHost("c2"))
 
 
 @pytest.mark.parametrize("text, words", [
@@ -49,14 +51,14 @@ def test_client_lists_and_files(tmp_path: Path) -> None:
 ])
 def test_bad_client_lists(text: str, words: str) -> None:
     with pytest.raises(UserError, match=words):
-        remote.parse_clients(text)
+        parse_clients(text)
 
 
 def test_bad_cpu_list_in_a_file_names_its_line(tmp_path: Path) -> None:
     listing = tmp_path / "hosts"
     listing.write_text("c1 0-3\nc2 zero\n")
     with pytest.raises(UserError, match=r"hosts:2: 'zero' is not a CPU list"):
-        remote.parse_clients(f"@{listing}")
+        parse_clients(f"@{listing}")
 
 
 def test_histogram_buckets_match_the_generators() -> None:
@@ -128,7 +130,7 @@ def test_client_bound_verdict_names_the_host() -> None:
 def test_skewed_clock_and_apart_windows_are_named() -> None:
     metrics = {"client_hosts": [{"host": "c2", "clock_offset_ms": 5001.2, "clock_offset_error_ms": 0.2}],
                "client_window_spread_ms": 120.0}
-    notes = remote.host_notes(metrics)
+    notes = hostresult.host_notes(metrics)
     assert notes[0].startswith("client host c2's clock is +5.001 s off ours")
     assert notes[1] == "CLIENT WINDOWS APART: the hosts' windows opened up to 120 ms apart"
 
@@ -136,7 +138,7 @@ def test_skewed_clock_and_apart_windows_are_named() -> None:
 def test_the_remote_command_keeps_nothing() -> None:
     """The session's line: a private directory removed at exit, the binary and files read by size, their
     paths substituted, every other argument quoted."""
-    line = remote.remote_command([100, 7], ["--files", "/x/list", "--domain", "a b"], [Path("/x/list")])
+    line = ssh.remote_command([100, 7], ["--files", "/x/list", "--domain", "a b"], [Path("/x/list")])
     assert line.startswith("d=$(mktemp -d /tmp/mosbench-client.XXXXXX) || exit 1; trap 'rm -rf \"$d\"' EXIT;")
     assert 'head -c 100 > "$d/g"' in line and 'head -c 7 > "$d/f0"' in line
     assert line.endswith('"$d/g" --files "$d/f0" --domain \'a b\'')
@@ -146,12 +148,12 @@ def test_outputs_come_back_after_the_generator() -> None:
     """A file the generator writes is printed after it between markers and read back as it was, beside
     the result: run here with sh as the session would run on a host."""
     script = b'#!/bin/sh\necho RESULT\necho \'{"done": 3}\'\nprintf \'{"sessions": [\\n]}\\nEND 1\\n\' > "$2"\nexit 4\n'
-    line = remote.remote_command([len(script)], ["--ledger", "/x/ledger"], [], [Path("/x/ledger")])
+    line = ssh.remote_command([len(script)], ["--ledger", "/x/ledger"], [], [Path("/x/ledger")])
     out = subprocess.run(["sh", "-c", line], input=script, capture_output=True)
     assert out.returncode == 4  # the generator's status, not the printing's
     lines = out.stdout.decode().splitlines()
     assert lines[0] == "RESULT"
-    result, outputs = remote.split_outputs(lines[1:])
+    result, outputs = ssh.split_outputs(lines[1:])
     assert json.loads("\n".join(result)) == {"done": 3}
     # A line like another output's end marker is content.
     assert json.loads(outputs[0].split("END 1")[0]) == {"sessions": []} and "END 1" in outputs[0]
@@ -324,12 +326,39 @@ def test_doctor_checks_each_client_host() -> None:
         _nothing_left(hosts)
 
 
+def _generator_args(deadline: float, seen: dict[int, list[str]], done: threading.Event) -> None:
+    """Every generator started over SSH (ours: the test started the run) by PID, its arguments as it
+    runs, until the run is done."""
+    while time.monotonic() < deadline and not done.is_set():
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit() or int(pid) in seen:
+                continue
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if cmd and cmd[0].startswith(b"/tmp/mosbench-client.") and b"--control" in cmd:
+                seen[int(pid)] = [w.decode() for w in cmd if w]
+        time.sleep(0.02)
+
+
 @needs_hosts
 def test_balanced_flows_from_client_hosts(tmp_path: Path) -> None:
-    """Each host's contexts get source ports of its own choosing, every flow listed and hashed."""
+    """Each host's contexts get source ports of its own choosing, distinct on that host, and all the
+    hosts' flows together land evenly on the server device's receive queues (its RSS: the verification
+    key over the rig's bridge's queues); every flow listed and hashed."""
     with ClientHosts(2) as hosts:
-        out = _run(hosts, tmp_path / "r.db", "memcached", "--variant", "per-core", "--cores", "1", "--trials", "1",
-                   "--warmup", "0.3", "--duration", "0.7", "--max-interference", "100", "-p", "flows=balanced")
+        seen: dict[int, list[str]] = {}
+        done = threading.Event()
+        watcher = threading.Thread(target=_generator_args, args=(time.monotonic() + 120, seen, done))
+        watcher.start()
+        try:
+            out = _run(hosts, tmp_path / "r.db", "memcached", "--variant", "per-core", "--cores", "1", "--trials",
+                       "1", "--warmup", "0.3", "--duration", "0.7", "--max-interference", "100", "-p",
+                       "flows=balanced")
+        finally:
+            done.set()
+            watcher.join()
         assert out.returncode == 0, out.stderr
         (point,) = _points(tmp_path / "r.db")
         m = json.loads(point["metrics"])
@@ -338,6 +367,15 @@ def test_balanced_flows_from_client_hosts(tmp_path: Path) -> None:
         assert len(bytes.fromhex(m["flow_hash_low_bytes"])) == m["flows"]
         assert m["flows_chosen"] == "balanced"
         assert sum(m["flow_queues_predicted"].values()) == m["flows"]
+        flows = flows_of(m)
+        assert flows is not None and flows.queue_count == QUEUES
+        least, most = flows.queue_spread() or (0, 0)
+        assert most - least <= 1, m["flow_queues_predicted"]  # 2 a queue; the kernel's ports rarely give that
+        # Each host's generator was given its contexts' source ports: 4, none twice.
+        chosen = [args[args.index("--source-ports") + 1].split(",") for args in seen.values()]
+        assert len(chosen) == 2, seen
+        assert all(len(ports) == 4 and len(set(ports)) == 4 for ports in chosen), chosen
+        _nothing_left(hosts)
 
 
 @needs_hosts
@@ -412,4 +450,5 @@ def test_merged_hosts_add_their_judged_answers() -> None:
     results = [{"done": 10, "good": 9, "tolerable": 10, "connections": 4, "window_s": 1.0},
                {"done": 5, "good": 5, "tolerable": 5, "connections": 4, "window_s": 1.0}]
     total = remote.merge(gens, results)  # type: ignore[arg-type]
-    assert (total["done"], total["good"], total["tolerable"], total["connections"]) == (15, 14, 15, 8)
+    assert total is not None
+    assert (total.done, total.good, total.tolerable, total.connections) == (15, 14, 15, 8)

@@ -1,6 +1,11 @@
 """The report from recorded results of a large machine: every figure, the model, failures shown."""
 
+import html as html_text
 import json
+import os
+import re
+import subprocess
+import sys
 
 import pytest
 
@@ -10,7 +15,8 @@ from mosbench.analysis.lockmodel import LockParams
 from mosbench.report import html, plots, rows, table
 from mosbench.store import db as store
 from mosbench.workloads.scale import LOCK_KINDS
-from tests.conftest import FIXTURES
+from tests import test_commute, test_report_network, test_web_method
+from tests.conftest import FIXTURES, ROOT
 
 
 def _fill(db: store.Store) -> int:
@@ -293,3 +299,42 @@ def test_no_legend_covers_a_curve(tmp_path):
             box = legend.get_window_extent(renderer)
             for ax in fig.axes:
                 assert not box.overlaps(ax.get_window_extent(renderer)), (fig.axes[0].get_title(), legend)
+
+
+def _every_section(db: store.Store) -> int:
+    """_fill's run and a section of each other kind: commute pairs, a one-core baseline, a networked point."""
+    run = _fill(db)
+    for p in test_commute._run():
+        db.add_point(run, started_at=store.now(), **{k: v for k, v in p.items() if k not in ("interference",
+                                                                                             "interfered")})
+    test_report_network._point(db, run, 4, 1, 1e5, test_report_network._networked((40000, 10000)))
+    steps = [test_web_method._step(rate=r, carried=r, busy=r / 1000, us=2.0).as_metrics()
+             for r in range(100, 1001, 100)]
+    db.add_point(run, workload="apache", test="baseline", variant="per-core", cores=1, trial=1, status="ok",
+                 started_at=store.now(), cpus="0", unit="request", window_s=1.0, work=1000, throughput=1000,
+                 user_s=0.5, system_s=0.5, idle_s=0.0, steal_s=0.0, samples=[],
+                 metrics={"baseline_max": {"requests_per_s": 1000.0}, "baseline": steps})
+    return run
+
+
+def test_show_and_the_report_have_the_same_sections_from_one_list(tmp_path):
+    """Every section the HTML has, `show` prints, in the same order but for the overview (the summary and the
+    verdicts), which the terminal leaves for last; commute's pairs are a section, not curves."""
+    db = store.Store(str(tmp_path / "s.sqlite"))
+    run = _every_section(db)
+    page = html.write(db, [str(run)], tmp_path / "rep.html").read_text()
+    titles = [t for _, t in re.findall(r'<h2 id="([^"]+)">([^<]+)</h2>', page) if t not in ("Failed points",
+                                                                                          "Environment")]
+    tests = ["apache/baseline", "memcached", "micro/open3", "scale/lock"]
+    assert titles == ["Summary", "Commutativity: which commutative calls scale on this kernel",
+                      "One-core baseline and the load each point carried", "Network", *tests]
+    shown = subprocess.run([sys.executable, "-m", "mosbench", "show", str(run), "--store", str(tmp_path / "s.sqlite")],
+                           capture_output=True, text=True, cwd=ROOT, env={**os.environ, "COLUMNS": "250"}, timeout=300)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    # A section's heading, or for a test the title of its table (its name, then its rate's unit).
+    at = [next(i for i, line in enumerate(lines) if line == title or re.match(f"{title}: \\S+/sec/core", line))
+          for title in titles]
+    assert sorted(at) == [*at[1:], at[0]]  # the page's order, the overview moved to the end
+    for title in re.findall(r'<p class="note"><b>([^<]+)</b></p>', page):  # the network section's tables
+        assert html_text.unescape(title) in lines

@@ -4,6 +4,7 @@ server point that stored them, from its best trial; nothing for a point that sto
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import re
 import shutil
@@ -20,6 +21,7 @@ from mosbench.analysis.randomness import parse_ent
 from mosbench.report import html, table
 from mosbench.report import network as network_report
 from mosbench.store import db as store
+from mosbench.workloads.server.hostresult import ClientSide, HostResult
 
 FLOW_BYTES = random.Random(2007).randbytes(512)
 # What Debian's ent 1.2 printed for FLOW_BYTES (`ent FILE`, recorded with the real ent), so the figures
@@ -89,6 +91,32 @@ def test_the_best_trials_hosts_a_row_each_after_all_of_them(networked):
     # A host this busy may have been the limit: its busy cell says so.
     busy = [c.title for c in clients.columns].index("busy")
     assert [r.cell_styles.get(busy) for r in clients.rows] == [None, None, "poor"]
+
+
+def test_a_hosts_window_is_one_record_from_its_measure_to_the_report(tmp_path):
+    """What a host measured, rounded as a point stores it, reads back from the stored point as the same
+    record, under the keys points have always stored; the report's all-hosts row is the hosts' sum."""
+    c1 = HostResult.of_window("c1", 150_005, 150_000, 0, 0, {"p50": 180_049, "p99": 950_000}, 4, 0.48, 4.1, 5.9,
+                              0.00012, 0.00004, 1_700_000_000_000_000_000)
+    # c2 saw no CPU time: its busy share is unknown, not 0.
+    c2 = HostResult.of_window("c2", 50_005, 50_000, 0, 0, {"p50": 200_000, "p99": 1_000_000}, 2, 0.205, 0.0, 0.0,
+                              -0.0015, 0.00004, 1_700_000_000_000_400_000)
+    assert (c1.busy, c2.busy) == (0.41, None) and (c1.cpu_us_per_request, c2.cpu_us_per_request) == (3.2, 4.1)
+    side = ClientSide.of([c1, c2])
+    # Opened 0.4 ms apart on their clocks, whose offsets differ by 1.62 ms: 2.02 ms apart on ours.
+    assert side.window_spread_ms == 2.02 and side.cpu_us_per_request == 3.425
+    stored = json.loads(json.dumps(side.metrics()))
+    assert ClientSide.read(stored) == side
+    assert list(stored["client_hosts"][0]) == [
+        "host", "sent", "done", "lost", "errors", "latency_p50_us", "latency_p99_us", "cpus",
+        "cpu_us_per_request", "busy", "clock_offset_ms", "clock_offset_error_ms"]
+    db = store.Store(str(tmp_path / "s.sqlite"))
+    run = db.create_run({"params": {}}, {"hostname": "h", "kernel": "k", "topology": {"cpus": [{}] * 8}}, "cmd")
+    _point(db, run, 4, 1, 2e5, {"net": "client hosts", **stored})
+    (p,) = network.points(_series(db, run))
+    assert p.clients == side
+    (clients,) = [t for t in network_report.tables(_series(db, run)) if "client hosts" in t.title]
+    assert clients.column("answered") == ["200k", "150k", "50k"] and clients.column("busy") == ["41%", "41%", "–"]
 
 
 def test_the_network_work_per_cpu_and_where_the_rest_went(networked):

@@ -174,6 +174,38 @@ def test_a_missing_key_section() -> None:
         rss.parse_ethtool_x(text)
 
 
+def test_a_devices_rss_is_one_with_a_key_and_a_table_to_hash_with() -> None:
+    """The one reading of `ethtool -x DEV` that flows and doctor share: what hashes, or why nothing does."""
+    recorded = {name: (ETHTOOL / f"{name}.txt").read_text() for name in ("ixgbe-82599-16rings", "virtio_net-1ring")}
+    assert rss.device_rss("ixgbe-82599-16rings", recorded.get) == rss.parse_ethtool_x(recorded["ixgbe-82599-16rings"])
+    with pytest.raises(ValueError, match="virtio_net-1ring reports no RSS indirection table"):
+        rss.device_rss("virtio_net-1ring", recorded.get)
+    keyless = _ixgbe_with("RSS hash key:\n", "RSS hash key:\nOperation not supported\n").split("\n")
+    keyless.pop(keyless.index("Operation not supported") + 1)  # the key's bytes
+    with pytest.raises(ValueError, match="reports no RSS key"):
+        rss.device_rss("ixgbe", lambda dev: "\n".join(keyless))
+
+    def veth(dev: str) -> str:
+        raise ValueError("Cannot get RX ring count: Operation not supported")
+
+    with pytest.raises(ValueError, match="Cannot get RX ring count"):
+        rss.device_rss("veth0", veth)
+
+
+def test_flows_stand_in_the_verification_key_where_ethtool_is_missing(monkeypatch) -> None:
+    from mosbench.machine import nic
+    from mosbench.workloads.server import flows
+
+    def missing(dev: str) -> str:
+        raise FileNotFoundError("ethtool")
+
+    monkeypatch.setattr(nic, "device_of", lambda address: "eth9")
+    monkeypatch.setattr(nic, "queue_count", lambda dev, kind: 4)
+    monkeypatch.setattr(rss, "device_rss", lambda dev: rss.parse_ethtool_x(missing(dev)))
+    found = flows.server_rss("10.0.0.1")
+    assert found.rss == rss.Rss.default(4) and found.source.startswith("eth9 reports no RSS key or table")
+
+
 # --- balanced ports ------------------------------------------------------------------------------
 
 def _check(r: rss.Rss, flows: list[rss.Flow], src: str, dst: str, dst_ports: list[int], per_port: int,

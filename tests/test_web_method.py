@@ -12,7 +12,7 @@ from mosbench.workloads import fileset
 from mosbench.workloads.registry import get
 from mosbench.workloads.server import steps
 from mosbench.workloads.server.base import parse_rate, rate_at
-from mosbench.workloads.server.loadgen import behind_schedule, client_metrics
+from mosbench.workloads.server.loadgen import ClientResult, behind_schedule, client_metrics
 
 
 def test_the_support_file_set_has_specweb2005s_classes_and_shares():
@@ -114,16 +114,17 @@ def test_a_rate_is_in_all_or_per_server_core_and_refused_when_not_a_rate():
 
 def test_an_open_loop_client_behind_its_schedule_is_marked_with_its_figures():
     result = {"window_s": 2.0, "sent": 1500, "done": 1500, "rate": 1000.0, "due": 2000, "lag_max_ns": 4.5e6}
-    m = client_metrics(result)
+    m = client_metrics(ClientResult.parse(result))
     assert m["rate_intended"] == 1000.0 and m["rate_sent"] == 750.0 and m["schedule_kept"] == 0.75
     note = behind_schedule(m)
     assert note == ("CLIENT BEHIND SCHEDULE: sent 750/s of 1000/s asked (75% of the requests due; waited up to "
                     "4.5 ms for a free connection)")
     assert [n.tag for n in get("apache").point_notes(m)] == ["client behind"]
     assert [n.tag for n in get("exim").point_notes(m)] == ["client behind"]
-    kept = client_metrics({**result, "sent": 1990})
+    kept = client_metrics(ClientResult.parse({**result, "sent": 1990}))
     assert behind_schedule(kept) is None and get("apache").point_notes(kept) == []
-    assert "rate_intended" not in client_metrics({"window_s": 1.0, "sent": 5, "done": 5})  # closed loop
+    closed_loop = ClientResult.parse({"window_s": 1.0, "sent": 5, "done": 5})
+    assert "rate_intended" not in client_metrics(closed_loop)
 
 
 SCHED = """loop (4242, #threads: 1)

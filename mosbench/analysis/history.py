@@ -595,3 +595,14 @@ def bisect_target(h: History) -> BisectTarget | None:
                        | {c.cores for s in at_boundary for c in s.changes})
         return BisectTarget(before.commit, after.commit, tuple(tests), ",".join(map(str, cores)))
     return None
+
+
+def of_run(rows: list[dict[str, Any]], point_rows: Any, run: dict[str, Any]) -> History | None:
+    """The history a report of `run` shows: its machine's runs up to it (so that a report of an older run
+    reads the same whatever came after), in time order; None where there are fewer than FEWEST_RUNS."""
+    machine = machine_of(run["environment"] or {})
+    mine = [r for r in rows if machine_of(r["environment"] or {}) == machine
+            and (r["started_at"], r["id"]) <= (run["started_at"], run["id"])]
+    if len(mine) < FEWEST_RUNS:
+        return None
+    return build(mine, point_rows, [], machine.hostname, Order.TIME, None)

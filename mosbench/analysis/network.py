@@ -15,13 +15,13 @@ from typing import Any
 from mosbench import cpulist
 from mosbench.analysis.cells import Series
 from mosbench.analysis.randomness import Randomness, randomness
+from mosbench.workloads.server.hostresult import HOSTS_KEY, ClientSide
 
 # Any one of these in a trial's metrics gives the point a network section. "net" is not among them:
 # every server point stores it, loopback ones too, and it alone says nothing a reader has not seen.
-CLIENT_KEY = "client_hosts"
 NIC_KEY = "nic_dev"
 FLOWS_KEY = "flow_hash_low_bytes"
-KEYS = (CLIENT_KEY, NIC_KEY, FLOWS_KEY)
+KEYS = (HOSTS_KEY, NIC_KEY, FLOWS_KEY)
 
 _QUEUE_KEY = re.compile(r"nic_(rx|tx)_packets_q(\d+)$")
 # The default table's source names its queue count (workloads/server/flows.py, server_rss).
@@ -32,71 +32,9 @@ def _float(x: Any) -> float | None:
     return None if x is None else float(x)
 
 
-def _int(x: Any) -> int:
-    return int(x or 0)
-
-
 def _per_cpu(found: Mapping[str, Any] | None) -> dict[int, int]:
     """A {cpu: count} map as JSON stored it (string keys), CPUs in order."""
     return {int(cpu): int(n) for cpu, n in sorted((found or {}).items(), key=lambda kv: int(kv[0]))}
-
-
-@dataclass(frozen=True)
-class ClientHost:
-    """One client host's window, as the point stored it (workloads/server/remote.py, HostResult)."""
-
-    host: str
-    sent: int
-    done: int  # requests answered in its window
-    lost: int
-    errors: int
-    latency_p50_us: float | None
-    latency_p99_us: float | None
-    cpus: int | None  # the generator's CPUs on that host
-    cpu_us_per_request: float | None  # the generator's own user + system time per answered request
-    busy: float | None  # share of its generator CPUs busy over the window, from the host's /proc/stat
-    clock_offset_ms: float | None  # its clock against ours
-    clock_offset_error_ms: float | None
-
-    @classmethod
-    def read(cls, m: Mapping[str, Any]) -> ClientHost:
-        return cls(
-            host=str(m.get("host", "?")), sent=_int(m.get("sent")), done=_int(m.get("done")),
-            lost=_int(m.get("lost")), errors=_int(m.get("errors")),
-            latency_p50_us=_float(m.get("latency_p50_us")), latency_p99_us=_float(m.get("latency_p99_us")),
-            cpus=None if m.get("cpus") is None else int(m["cpus"]),
-            cpu_us_per_request=_float(m.get("cpu_us_per_request")), busy=_float(m.get("busy")),
-            clock_offset_ms=_float(m.get("clock_offset_ms")),
-            clock_offset_error_ms=_float(m.get("clock_offset_error_ms")))
-
-
-@dataclass(frozen=True)
-class ClientSide:
-    """The hosts that drove a point, and how far apart their windows opened on our clock."""
-
-    hosts: tuple[ClientHost, ...]
-    window_spread_ms: float | None
-    cpu_us_per_request: float | None  # every host's generator time over every answered request
-
-    @property
-    def done(self) -> int:
-        return sum(h.done for h in self.hosts)
-
-    @property
-    def lost(self) -> int:
-        return sum(h.lost for h in self.hosts)
-
-    @property
-    def errors(self) -> int:
-        return sum(h.errors for h in self.hosts)
-
-    @property
-    def busy(self) -> float | None:
-        """The share of all the hosts' generator CPUs busy: each host weighed by its CPUs, since a host
-        of eight busy CPUs is not outweighed by one of a single idle CPU."""
-        known = [(h.busy, h.cpus or 1) for h in self.hosts if h.busy is not None]
-        cpus = sum(n for _, n in known)
-        return sum(b * n for b, n in known) / cpus if cpus else None
 
 
 @dataclass(frozen=True)
@@ -106,7 +44,7 @@ class NetworkWork:
 
     path: str | None  # "client hosts", "veth" or "loopback"
     device: str | None
-    summary: str | None  # machine/nic.py's sentence, as stored
+    summary: str | None  # the sentence points stored before report/nic.py composed it; None since
     point_cpus: tuple[int, ...]
     net_rx: Mapping[int, int]  # NET_RX softirqs per CPU, the point's and any other
     net_tx: Mapping[int, int]
@@ -172,14 +110,6 @@ class PointNetwork:
     flows: Flows | None
 
 
-def clients_of(m: Mapping[str, Any]) -> ClientSide | None:
-    hosts = m.get(CLIENT_KEY)
-    if not hosts:
-        return None
-    return ClientSide(tuple(ClientHost.read(h) for h in hosts), _float(m.get("client_window_spread_ms")),
-                      _float(m.get("client_cpu_us_per_request")))
-
-
 def _queue_packets(m: Mapping[str, Any], direction: str) -> dict[int, int | None]:
     found: dict[int, int | None] = {}
     for key, n in m.items():
@@ -235,6 +165,6 @@ def points(series: Iterable[Series]) -> list[PointNetwork]:
                 continue
             m = best.metrics
             cpus = tuple(cpulist.parse(c.cpus)) if c.cpus else ()
-            found.append(PointNetwork(s.name, s.variant, cores, c.cpus, clients_of(m), work_of(m, cpus),
+            found.append(PointNetwork(s.name, s.variant, cores, c.cpus, ClientSide.read(m), work_of(m, cpus),
                                       flows_of(m)))
     return found

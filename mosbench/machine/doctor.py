@@ -106,48 +106,42 @@ def checks() -> list[tuple[str, str, bool]]:
     return rows
 
 
-def server_nic_rows(address: str) -> list[tuple[str, str, bool]]:
+def server_nic_rows(address: str, root: Path = Path("/")) -> list[tuple[str, str, bool]]:
     """The server side of `doctor --clients`: the device holding the servers' address, its queues, its
-    RSS key and table, its queue interrupts and where they go, and whether irqbalance may move them."""
+    RSS key and table, its queue interrupts and where they go, and whether irqbalance may move them
+    (root: /proc and /sys under it, a fake tree in the tests)."""
     from mosbench.machine import nic, rss
 
     dev = nic.device_of(address)
     if dev is None:
         return [("server address", f"{address} is not an address of this machine", False)]
-    rx, tx = nic.queue_count(dev, "rx"), nic.queue_count(dev, "tx")
+    rx, tx = nic.queue_count(dev, "rx", root), nic.queue_count(dev, "tx", root)
     rows = [("server NIC", f"{address} on {dev}: {rx} receive and {tx} transmit queues", True)]
-    ethtool = subprocess.run(["ethtool", "-x", dev], capture_output=True, text=True) if shutil.which("ethtool") \
-        else None
-    if ethtool is None:
-        rows.append(("  RSS", "ethtool is not installed (Debian: ethtool)", False))
-    else:
-        try:
-            found = rss.parse_ethtool_x(ethtool.stdout) if ethtool.returncode == 0 else None
-        except ValueError as e:
-            found, why = None, str(e)
-        else:
-            why = (ethtool.stderr.strip() or "no table") if found is None or not found.table else ""
-        if found is not None and found.table and found.key:
-            rows.append(("  RSS", f"{found.hash_function or 'hash'} over {len(found.table)} entries, queues "
-                         f"{len(found.queues)}, key {len(found.key)} bytes", True))
-        else:
-            rows.append(("  RSS", f"none reported ({why}): flows are predicted with the verification key", False))
     try:
-        irqs = nic.queue_irqs(dev, Path("/proc/interrupts").read_text(), nic.device_msi_irqs(dev))
+        found = rss.device_rss(dev)
+    except FileNotFoundError:
+        rows.append(("  RSS", "ethtool is not installed (Debian: ethtool)", False))
+    except (OSError, ValueError) as e:
+        rows.append(("  RSS", f"none reported ({e}): flows are predicted with the verification key", False))
+    else:
+        rows.append(("  RSS", f"{found.hash_function or 'hash'} over {len(found.table)} entries, queues "
+                     f"{len(found.queues)}, key {len(found.key)} bytes", True))
+    try:
+        irqs = nic.device_queue_irqs(dev, root)
     except OSError:
         irqs = []
     if irqs:
         affinity = []
         for q in irqs[:8]:
             with contextlib.suppress(OSError):
-                cpus = Path(f"/proc/irq/{q.irq}/smp_affinity_list").read_text().strip()
+                cpus = (root / f"proc/irq/{q.irq}/smp_affinity_list").read_text().strip()
                 affinity.append(f"{q.irq}→{cpus}")
         more = f" (first 8: {', '.join(affinity)})" if affinity else ""
         rows.append(("  queue interrupts", f"{len(irqs)}{more}", True))
     else:
         rows.append(("  queue interrupts", f"none: {dev} has no interrupts of its own (a virtual device: its "
                      "receive work is RPS's, steered per point)", True))
-    pid = nic.irqbalance_running()
+    pid = nic.irqbalance_running(root)
     rows.append(("  irqbalance", f"running (PID {pid}): it may move the queues' interrupts during a window"
                  if pid else "not running", not pid))
     return rows

@@ -2,11 +2,11 @@
 
 The paper (sections 5.3 and 5.4) gave every server core its own NIC queue and that queue's interrupt, so that no
 core handled another's packets. Reading: which IRQs are a device's queue interrupts (from the names its driver
-gives them), how often each fired on each CPU, the NET_RX and NET_TX softirqs per CPU and the packets per queue
-(`ethtool -S`); a `NicWindow` says whether each of a point's CPUs got its share of that work and where the rest
-went. Steering: each queue's IRQ to one of the point's CPUs (queue i to the point's CPU i mod n), receive packet
-steering over all of them, transmit packet steering per queue; every value is written to the run's journal
-before it changes, so the guardian puts it back after a crash (journal.py).
+gives them, found by `device_queue_irqs` alone), how often each fired on each CPU, the NET_RX and NET_TX softirqs
+per CPU and the packets per queue (`ethtool -S`); a `NicWindow` holds a point's share of that work and where the
+rest went, as counts (report/nic.py words them). Steering: each queue's IRQ to one of the point's CPUs (queue i
+to the point's CPU i mod n), receive packet steering over all of them, transmit packet steering per queue; every
+value is written to the run's journal before it changes, so the guardian puts it back after a crash (journal.py).
 
 Every path comes through a root: / in a run, a fake tree in the tests.
 """
@@ -19,6 +19,7 @@ import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mosbench import cpulist
 from mosbench.machine.journal import Journal
@@ -222,6 +223,18 @@ def queue_irqs(dev: str, interrupts_text: str | Interrupts, msi_irqs: set[int] |
     return sorted(found, key=lambda q: (q.queue, order[q.direction], q.irq))
 
 
+def read_interrupts(root: Path = ROOT) -> Interrupts:
+    return parse_interrupts((root / "proc/interrupts").read_text())
+
+
+def device_queue_irqs(dev: str, root: Path = ROOT, table: Interrupts | None = None) -> list[QueueIrq]:
+    """dev's queue interrupts on this machine (table: /proc/interrupts, read now where not given), found
+    by every id its driver may name them after and among its PCI function's IRQs: the one lookup that
+    the counters, the steering and doctor share. OSError where /proc/interrupts cannot be read."""
+    table = table if table is not None else read_interrupts(root)
+    return queue_irqs(dev, table, device_msi_irqs(dev, root), device_ids(dev, root))
+
+
 def _matching(table: Interrupts, ids: DeviceIds | None, msi_irqs: set[int] | None) -> list[QueueIrq]:
     patterns = []
     for driver in DRIVERS:
@@ -303,8 +316,8 @@ class NicSnapshot:
 
 def snapshot(dev: str, root: Path = ROOT, stats: Callable[[str], str] = ethtool_output) -> NicSnapshot:
     """The device's counters now (stats: `ethtool -S` in a run, a recording in a test)."""
-    table = parse_interrupts((root / "proc/interrupts").read_text())
-    irqs = queue_irqs(dev, table, device_msi_irqs(dev, root), device_ids(dev, root))
+    table = read_interrupts(root)
+    irqs = device_queue_irqs(dev, root, table)
     lines = table.by_irq()
     counts = {q.irq: table.per_cpu(lines[q.irq]) for q in irqs}
     queues, note = _queues(dev, stats)
@@ -355,35 +368,6 @@ class Share:
         done = sum(self.point.values())
         return (min(self.point.values()) / done, max(self.point.values()) / done) if done else None
 
-    def line(self) -> str:
-        n = len(self.point)
-        cpus = f"the point's {n} CPUs" if n > 1 else "the point's CPU"
-        on = self.on_point or 0.0
-        text = f"{self.what}: {_percent(on)} on {cpus}" if on else f"{self.what}: none on {cpus}"
-        parts = self.parts()
-        if parts and n > 1:
-            text += f" (min {_percent(parts[0])}, max {_percent(parts[1])} of it per CPU)"
-        if not self.elsewhere:
-            return text + "; none elsewhere"
-        return text + f"; {_percent(1 - on)} elsewhere ({_cpu_names(self.elsewhere)})"
-
-
-def _percent(x: float) -> str:
-    shown = round(100 * x)
-    if shown == 0 and x > 0:
-        return "<1%"
-    if shown == 100 and x < 1:
-        return ">99%"
-    return f"{shown}%"
-
-
-def _cpu_names(counts: Mapping[int, int], most: int = 3) -> str:
-    ranked = sorted(counts, key=lambda c: (-counts[c], c))
-    if len(ranked) == 1:
-        return f"CPU {ranked[0]}"
-    shown = ", ".join(str(c) for c in ranked[:most])
-    return f"CPUs {shown} and {len(ranked) - most} more" if len(ranked) > most else f"CPUs {shown}"
-
 
 @dataclass(frozen=True)
 class NicWindow:
@@ -400,14 +384,9 @@ class NicWindow:
         return tuple(_share(what, counts, point) for what, counts in
                      (("NET_RX", self.net_rx), ("NET_TX", self.net_tx), ("NIC interrupts", self.interrupts)))
 
-    def summary(self, cpus: Iterable[int]) -> str:
-        """One line: did each of the point's CPUs get its share of the network work, where did the rest go."""
-        lines = [s.line() for s in self.shares(cpus) if s.total]
-        return " | ".join(lines) if lines else f"no network work on {self.dev} in the window"
-
-    def metrics(self, cpus: Iterable[int]) -> dict[str, int | float | str | None]:
-        """Flat and JSON-able, for the point's metrics."""
-        out: dict[str, int | float | str | None] = {"nic_dev": self.dev, "nic_queue_irqs": self.queue_irqs}
+    def metrics(self, cpus: Iterable[int]) -> dict[str, Any]:
+        """JSON-able, for the point's metrics: counts and shares only (report/nic.py puts them in words)."""
+        out: dict[str, Any] = {"nic_dev": self.dev, "nic_queue_irqs": self.queue_irqs}
         for share in self.shares(cpus):
             key = {"NET_RX": "nic_net_rx", "NET_TX": "nic_net_tx"}.get(share.what, "nic_irq")
             parts = share.parts()
@@ -423,6 +402,10 @@ class NicWindow:
             for q, p in self.packets.items():
                 out[f"nic_{direction}_packets_q{q}"] = getattr(p, direction)
         out["nic_queue_note"] = self.note
+        # Per CPU without the zeros: a point's CPU that is absent did none (analysis/network.py reads it so).
+        for key, counts in (("nic_net_rx_per_cpu", self.net_rx), ("nic_net_tx_per_cpu", self.net_tx),
+                            ("nic_irq_per_cpu", self.interrupts)):
+            out[key] = {str(c): n for c, n in sorted(counts.items()) if n}
         return out
 
 
@@ -538,8 +521,7 @@ class Steering:
     def _targets(self, refused: list[Refused]) -> list[_Target]:
         targets: list[_Target] = []
         if self.irq:
-            table = parse_interrupts((self.root / "proc/interrupts").read_text())
-            irqs = queue_irqs(self.dev, table, device_msi_irqs(self.dev, self.root), device_ids(self.dev, self.root))
+            irqs = device_queue_irqs(self.dev, self.root)
             if not irqs:
                 refused.append(Refused(self.dev, "no queue interrupts (a virtual device, or names DRIVERS lacks)"))
             targets += [_Target(self.root / f"proc/irq/{q.irq}/smp_affinity_list", self._cpu_of(q.queue), False)

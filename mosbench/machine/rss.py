@@ -18,7 +18,8 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
-from collections.abc import Sequence
+import subprocess
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -290,6 +291,27 @@ def parse_ethtool_x(text: str) -> Rss:
         return Rss(key=key, table=tuple(table), rings=rings, hash_function=on[0] if on else None, device=device)
     except ValueError as e:
         raise ValueError(f"ethtool -x: {device}: {e}") from None
+
+
+def ethtool_x(dev: str) -> str:
+    """`ethtool -x DEV`'s output; OSError where ethtool cannot be run (FileNotFoundError: not installed),
+    ValueError with its words where it reports no RSS for the device (a veth, loopback)."""
+    try:
+        out = subprocess.run(["ethtool", "-x", dev], capture_output=True, text=True, timeout=10)
+    except subprocess.TimeoutExpired:
+        raise OSError(f"ethtool -x {dev} gave no answer in 10 s") from None
+    if out.returncode:
+        raise ValueError(out.stderr.strip() or f"ethtool -x {dev}: exit {out.returncode}")
+    return out.stdout
+
+
+def device_rss(dev: str, read: Callable[[str], str] = ethtool_x) -> Rss:
+    """The device's RSS as `ethtool -x` reports it (read: a recording in a test), with a key and a table to
+    hash flows with; OSError where ethtool cannot be run, ValueError saying why there is nothing to hash with."""
+    found = parse_ethtool_x(read(dev))
+    if not found.table or not found.key:
+        raise ValueError(f"{dev} reports no RSS {'indirection table' if not found.table else 'key'}")
+    return found
 
 
 # --- choosing client ports -----------------------------------------------------------------------

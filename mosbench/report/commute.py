@@ -3,22 +3,17 @@ the table of every situation, and the commutative pairs that do not scale with w
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import matplotlib
 
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import numpy as np
-from markupsafe import Markup
 from matplotlib.figure import Figure
 
 from mosbench.analysis import commute
 from mosbench.analysis.cells import Series
 from mosbench.analysis.profiles import Profile
-from mosbench.report import plots
 from mosbench.report.rows import Column, TableModel, grade
 from mosbench.units import si
 from mosbench.workloads.commute import CALLS
@@ -129,15 +124,3 @@ def changes_table(base_label: str, other_label: str, changes: list[commute.Chang
         t.add([c.test, str(c.cores), _ratio(c.before.worst), _ratio(c.after.worst), now],
               cell_styles={4: "good" if c.after.scales else "poor"})
     return t
-
-
-def section(series: list[Series], profiles: dict[tuple[str, str, str], dict[int, Profile]], files: Path,
-            kernel: str) -> dict[str, Any] | None:
-    """The report's commute section for one run's series; None where the run has no commute pair."""
-    found = commute.results(series)
-    if not found:
-        return None
-    fig = heat_map(found, kernel)
-    return {"figure": Markup(plots.save(fig, files, "commute_matrix")) if fig else None,
-            "situations": situations_table(found), "not_scaling": not_scaling_table(series, found, profiles),
-            "missing_alone": sorted({r.test for r in found if r.alone_a is None or r.alone_b is None})}

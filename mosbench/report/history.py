@@ -10,14 +10,16 @@ from __future__ import annotations
 import itertools
 import statistics
 import textwrap
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import EngFormatter
 
+from mosbench.analysis import history
 from mosbench.analysis.history import ALPHA, History, PointSeries, SeriesKey, Shift
 from mosbench.report.rows import Column, TableModel, p_value
+from mosbench.store.db import Store
 from mosbench.units import plain, si
 
 BLOCKS = "▁▂▃▄▅▆▇█"
@@ -234,6 +236,7 @@ def series_figure(h: History, key: SeriesKey, shown: list[PointSeries]) -> Figur
                         ha="left", va="top")
     ax.set_title(key.name, fontsize=10)
     ax.set_ylabel("per core per second")
+    ax.yaxis.set_major_formatter(EngFormatter())
     ax.set_ylim(bottom=0)
     _run_ticks(ax, h)
     ax.legend(fontsize=8, loc="lower left")
@@ -260,30 +263,34 @@ def heatmap_figure(h: History) -> Figure | None:
     ax.set_yticks(range(len(labels)))
     ax.set_yticklabels(labels, fontsize=7)
     _run_ticks(ax, h)
-    fig.colorbar(image, ax=ax, label="per-core ratio, most cores to one")
+    fig.colorbar(image, ax=ax, label="scaling ratio")
     ax.set_title("Scaling over the runs", fontsize=10)
     return fig
 
 
+# Tests drawn in the report's History section: every changed one first, then the rest up to this many.
+MOST_FIGURES = 40
+
+
 def figures(h: History) -> list[tuple[str, Figure]]:
-    """(file stem, figure): the heat map first, then each series that changed, then the rest."""
+    """(file stem, figure): the heat map first, then each changed series, then the rest."""
     out: list[tuple[str, Figure]] = []
     heat = heatmap_figure(h)
     if heat is not None:
         out.append(("history_heatmap", heat))
     changed = {s.key for s in h.shifts}
     shown = sorted(_shown_series(h), key=lambda ks: (ks[0] not in changed, ks[0].name))
-    for key, series in shown:
+    for key, series in shown[:MOST_FIGURES]:
         stem = "history_" + "".join(ch if ch.isalnum() else "_" for ch in key.name)
         out.append((stem, series_figure(h, key, series)))
     return out
 
 
-def save_figures(h: History, directory: Path) -> list[str]:
-    """The figures as PNG files in `directory`; their names, in order."""
-    directory.mkdir(parents=True, exist_ok=True)
-    names = []
-    for stem, fig in figures(h):
-        fig.savefig(directory / f"{stem}.png", dpi=110)
-        names.append(f"{stem}.png")
-    return names
+def undrawn(h: History) -> int:
+    """The tests the History section leaves without a figure (MOST_FIGURES drawn)."""
+    return max(0, len(_shown_series(h)) - MOST_FIGURES)
+
+
+def of_run(db: Store, run: dict[str, Any]) -> History | None:
+    """The history a report of `run` shows (analysis/history.of_run)."""
+    return history.of_run(db.list_runs(), db.history_points, run)

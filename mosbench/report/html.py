@@ -20,7 +20,8 @@ from markupsafe import Markup
 from mosbench.analysis import cells as analysis
 from mosbench.analysis import commute, compare, models, profiles, verdict
 from mosbench.report import commute as commute_report
-from mosbench.report import flamegraph, network, plots, rows, webmethod
+from mosbench.report import filesystems, flamegraph, plots, rows, sections, webmethod
+from mosbench.report import history as history_report
 from mosbench.store import db as store
 from mosbench.workloads.base import test_name
 
@@ -113,6 +114,35 @@ def _in_parallel(job: _SectionJob) -> list[dict[str, Any]]:
         _job = None
 
 
+def _figures(view: sections.View, built: list[sections.Section], files: Path) -> dict[str, dict[str, Any]]:
+    """By anchor, the figures of every section but the tests': what the page shows and a terminal cannot."""
+    fig = plots.summary_figure(view.curves)
+    out: dict[str, dict[str, Any]] = {"summary": {"figure": Markup(plots.save(fig, files, "summary")) if fig else None}}
+    kernels = {r.label: r.kernel for r in view.runs}
+    for s in built:
+        if isinstance(s, sections.Commute):
+            drawn = []
+            for r in s.runs:
+                matrix = commute_report.heat_map(r.found, kernels[r.label])
+                where = files / plots.file_stem(r.label) if len(view.runs) > 1 else files
+                drawn.append(Markup(plots.save(matrix, where, "commute_matrix")) if matrix else None)
+            out[s.anchor] = {"figures": drawn}
+        elif isinstance(s, sections.FileSystems):
+            drawn = [(filesystems.heat_map(list(s.curves)), "fxmark_figure2"),
+                     (filesystems.grid_figure(list(s.curves)), "fxmark_operations")]
+            out[s.anchor] = {"figures": [Markup(plots.save(fig, files, stem)) for fig, stem in drawn if fig]}
+        elif isinstance(s, sections.HistorySection):
+            out[s.anchor] = {"figures": [Markup(plots.save(fig, files, stem)) for stem, fig in
+                                         history_report.figures(s.found)],
+                             "left_out": history_report.undrawn(s.found)}
+        elif isinstance(s, sections.WebMethod):
+            out[s.anchor] = {"figures": [
+                Markup(plots.save(webmethod.baseline_figure(b.name, b.steps, b.verdict, b.series.unit), files,
+                                  f"{plots.file_stem(b.series.name)}_{plots.file_stem(b.series.variant)}_baseline"))
+                for b in s.baselines]}
+    return out
+
+
 def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
     runs = [db.run(ref) for ref in run_refs]
     several = len(runs) > 1
@@ -137,27 +167,18 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
 
     # Models are read out to 256 cores, or to the largest machine among the runs.
     up_to = max(256, *(len(r["environment"].get("topology", {}).get("cpus", [])) for r in runs))
-    # The commutativity situations are read as one matrix of their own, not a curve each.
-    curves = [s for s in series if s.workload != commute.WORKLOAD]
-    groups = analysis.group_by_test(curves)
     params = runs[0]["plan"].get("params", {})
     no_profile = verdict.profile_advice(runs[0]["environment"])
-    sections = _in_parallel(_SectionJob(groups, found_profiles, files, params, up_to, no_profile))
-    cell_tables = dict(zip(groups, rows.cell_tables(curves), strict=True))
-    for section in sections:
-        section["table"] = cell_tables[section["name"]]
-    commute_sections = [
-        {"label": label, **found} for r, label, run_series, run_profiles in zip(
-            runs, labels, per_run, per_run_profiles, strict=True)
-        if (found := commute_report.section(run_series, run_profiles,
-                                            files / plots.file_stem(label) if several else files,
-                                            r["environment"].get("kernel", "this kernel")))]
-    commute_changes = [commute_report.changes_table(labels[0], label, changes) for label, run_series in zip(
-        labels[1:], per_run[1:], strict=True) if (changes := commute.changed(
-            commute.results(per_run[0]), commute.results(run_series)))] if several else []
-    web_method = webmethod.section(curves, files)
-    summary_fig = plots.summary_figure(curves)
-    summary_svg = Markup(plots.save(summary_fig, files, "summary")) if summary_fig else None
+    view = sections.View(series, found_profiles, tuple(
+        sections.RunSeries(label, run_series, run_profiles, r["environment"].get("kernel", "this kernel"))
+        for r, label, run_series, run_profiles in zip(runs, labels, per_run, per_run_profiles, strict=True)),
+        no_profile, history_report.of_run(db, runs[0]))
+    built = sections.build(view)
+    tests = [s for s in built if isinstance(s, sections.Test)]
+    drawn = _in_parallel(_SectionJob({t.name: t.group for t in tests}, found_profiles, files, params, up_to,
+                                     no_profile))
+    figures = dict(zip((t.anchor for t in tests), drawn, strict=True))
+    figures.update(_figures(view, built, files))
 
     # The template is report.html.j2: escaping by extension would leave failure reasons and logs raw.
     env = Environment(loader=PackageLoader("mosbench.report"), autoescape=select_autoescape(("html", "j2")))
@@ -172,12 +193,8 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
             "details": json.dumps({k: v for k, v in r["environment"].items() if k not in ENV_KEYS and k != "topology"},
                                   indent=1, sort_keys=True),
         } for r, label in zip(runs, labels, strict=True)],
-        summary_svg=summary_svg, summary_table=rows.summary_table(curves),
         interference_banner=rows.interference_banner(series),
-        verdict_table=rows.verdict_table(verdict.judge_all(curves, found_profiles, no_profile)), sections=sections,
-        commute_sections=commute_sections, commute_changes=commute_changes, scales_at=commute.SCALES_AT,
-        web_method=web_method,
-        network=network.section(curves),
+        sections=[(s, figures.get(s.anchor, {})) for s in built], scales_at=commute.SCALES_AT,
         failures=failures,
         comparison=rows.comparison_tables(compare.compare_runs(runs, per_run, labels))
         if several else None,

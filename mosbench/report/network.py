@@ -15,10 +15,11 @@ from mosbench import cpulist
 from mosbench.analysis import network
 from mosbench.analysis.cells import Series, group_by_test
 from mosbench.analysis.network import PointNetwork
+from mosbench.report import nic
 from mosbench.report.rows import Column, TableModel
 from mosbench.units import cpu_time, latency, si
+from mosbench.workloads.server.hostresult import CLOCK_SKEW_NOTE_S, WINDOW_SPREAD_NOTE_S, HostResult
 from mosbench.workloads.server.limits import SATURATED
-from mosbench.workloads.server.remote import CLOCK_SKEW_NOTE_S, WINDOW_SPREAD_NOTE_S
 
 # More groups of equal counts than this read as a range: 48 CPUs' counts listed one by one would fill
 # the terminal with a column of numbers no one compares by eye.
@@ -69,7 +70,7 @@ def every_cpu(counts: Mapping[int, int]) -> str:
     return " ".join(f"{cpu}={n}" for cpu, n in sorted(counts.items())) or "–"
 
 
-def _clock(h: network.ClientHost) -> str:
+def _clock(h: HostResult) -> str:
     if h.clock_offset_ms is None:
         return "–"
     error = "" if h.clock_offset_error_ms is None else f"±{h.clock_offset_error_ms:.2g}"
@@ -146,7 +147,7 @@ def work_table(name: str, found: Sequence[PointNetwork]) -> TableModel | None:
         queues = " ".join(f"q{q}={'–' if n is None else si(n)}" for q, n in w.rx_packets.items()) or "–"
         t.add([p.variant, str(p.cores), _share(w.net_rx_on_point), "–" if least is None else f"{least:.2f}",
                compact_counts(w, w.net_rx), compact_counts(w, w.irqs), w.steering or "none", w.path or "–",
-               w.device or "–", every_cpu(w.net_rx), every_cpu(w.net_tx), queues, w.summary or ""],
+               w.device or "–", every_cpu(w.net_rx), every_cpu(w.net_tx), queues, nic.summary(w)],
               cell_styles=styles)
         paths[f"{w.path or 'a network'} ({w.device})"] = None
     if not t.rows:

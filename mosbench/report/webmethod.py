@@ -3,20 +3,15 @@ verdict, and the steps each file-set point took to find the most load SPECweb200
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import matplotlib
 
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
-from markupsafe import Markup
 from matplotlib.figure import Figure
 
 from mosbench.analysis import baseline
 from mosbench.analysis.cells import Series
-from mosbench.report import plots
 from mosbench.report.rows import Column, TableModel
 
 
@@ -86,19 +81,3 @@ def baselines(series: list[Series]) -> list[tuple[Series, list[baseline.Baseline
         steps = baseline.steps_from(one.best_metrics)
         out.append((s, steps, baseline.judge(steps)))
     return out
-
-
-def section(series: list[Series], files: Path) -> dict[str, Any] | None:
-    """The section for the series that carry a baseline or a search; None where none does."""
-    found = []
-    for s, steps, verdict in baselines(series):
-        name = f"{s.name} ({s.variant})"
-        fig = baseline_figure(name, steps, verdict, s.unit)
-        found.append({"name": name, "valid": verdict.valid, "verdict": verdict.text(s.workload),
-                          "figure": Markup(plots.save(fig, files, f"{plots.file_stem(s.name)}_"
-                                                                  f"{plots.file_stem(s.variant)}_baseline")),
-                          "table": baseline_table(name, steps, verdict, s.unit)})
-    qos = qos_table(series)
-    if not found and qos is None:
-        return None
-    return {"baselines": found, "qos": qos}

@@ -37,8 +37,9 @@ from mosbench.workloads.base import (
     Variant,
     open_path_to,
 )
-from mosbench.workloads.server import remote, steps
+from mosbench.workloads.server import shares, steps
 from mosbench.workloads.server.base import HostArgs, ServerInstance, ServerWorkload
+from mosbench.workloads.server.loadgen import ClientResult, Generator
 from mosbench.workloads.server.servers import Server
 
 APACHE = Path("/usr/sbin/apache2")
@@ -98,6 +99,8 @@ FILE_SET_TESTS = ("files", "baseline")
 
 
 class ApacheInstance(ServerInstance):
+    client: Generator | None
+
     def __init__(self, ctx: PointContext):
         per_core = ctx.variant == "per-core"
         count = len(ctx.cpus) if per_core else 1
@@ -155,7 +158,7 @@ class ApacheInstance(ServerInstance):
         """Each generator's ports and connections on each: from client hosts they are shared, so that every
         port has `connections` in all (its MaxRequestWorkers is sized from them)."""
         def share(host: int, hosts: int, source: str) -> list[str] | None:
-            mine = remote.slot_share(self.ports, connections, host, hosts)
+            mine = shares.slot_share(self.ports, connections, host, hosts)
             if mine is None:
                 return None
             return ["--ports", ",".join(map(str, mine[0])), "--connections-per-port", str(mine[1])]
@@ -178,13 +181,13 @@ class ApacheInstance(ServerInstance):
         assert self.client is not None
         return Sample(self.client.counters()["bytes"] / 1000)
 
-    def metrics(self, result: dict[str, Any]) -> dict[str, Any]:
+    def metrics(self, result: ClientResult | None) -> dict[str, Any]:
         out = super().metrics(result)
         out.update(self.extra)
-        if self.file_set and result.get("done"):
-            out["mean_response_bytes"] = round(result.get("bytes", 0) / result["done"])
-            out["good_share"] = round(result.get("good", 0) / result["done"], 4)
-            out["tolerable_share"] = round(result.get("tolerable", 0) / result["done"], 4)
+        if self.file_set and result is not None and result.done:
+            out["mean_response_bytes"] = round((result.bytes or 0) / result.done)
+            out["good_share"] = round((result.good or 0) / result.done, 4)
+            out["tolerable_share"] = round((result.tolerable or 0) / result.done, 4)
         return out
 
     def logs(self) -> str:

@@ -23,10 +23,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mosbench.launch.processes import Launcher
 from mosbench.machine.isolation import Group
+
+if TYPE_CHECKING:
+    from mosbench.workloads.server.runhosts import RunHosts
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,7 @@ class RunContext:
     launcher: Launcher  # setup's processes (a database load, an unpack) run journaled like any other
     group: Group  # where setup's processes run: every CPU the run may use
     extra: dict[str, Any] = field(default_factory=dict)  # what setup found or made, for start
+    client_hosts: RunHosts | None = None  # --clients: each host reached and probed (server workloads' setup)
     # What the run's results depend on beyond the machine (a server's version and settings): recorded
     # in the run's environment under the workload's name once the sweep ends.
     facts: dict[str, Any] = field(default_factory=dict)
@@ -222,6 +226,9 @@ class Workload(ABC):
     variants: tuple[Variant, ...]
     params: tuple[Param, ...] = ()
     paper: str = ""  # where it maps to the OSDI 2010 paper
+    # Whether its tests are curves of throughput against cores, each a report section with the summary's and
+    # the verdicts' rows; False for series read otherwise, in a section of their own (commute's pairs).
+    curves: bool = True
 
     def tests(self) -> list[TestInfo]:
         """Sub-tests selectable as name/test; a workload without any has one unnamed test."""

@@ -121,6 +121,7 @@ class Commute(Micro):
     )
     paper = ("The talk's insight 4 (Clements et al., SOSP 2013): commutative calls can scale; "
              "which do on this kernel, as COMMUTER asks of Linux 3.8 without a modified QEMU")
+    curves = False  # each situation's sides are judged against their alone rates, as one matrix
 
     def tests(self) -> list[TestInfo]:
         return [TestInfo(s.name, f"{'commutes' if s.commutes else 'does not commute'} ({s.mode}): {s.state}. "

@@ -32,9 +32,9 @@ from mosbench import native
 from mosbench.errors import PointFailed, UserError
 from mosbench.workloads.base import Instance, Param, PointContext, PointNote, Sample, Variant, open_path_to
 from mosbench.workloads.server.base import ServerInstance, ServerWorkload
-from mosbench.workloads.server.loadgen import LoadGenerator
-from mosbench.workloads.server.remote import RemoteClients, share
+from mosbench.workloads.server.loadgen import Generator
 from mosbench.workloads.server.servers import Server
+from mosbench.workloads.server.shares import share
 
 EXIM = Path("/usr/sbin/exim4")
 TRUSTED = Path("/etc/exim4/trusted_configs")  # Debian's TRUSTED_CONFIG_LIST
@@ -176,7 +176,7 @@ def _exim_uid() -> tuple[int, int]:
 
 
 class EximInstance(ServerInstance):
-    client: LoadGenerator | RemoteClients | None
+    client: Generator | None
     def __init__(self, ctx: PointContext):
         super().__init__(ctx, 1)
         self.root = ctx.scratch / "exim"
@@ -284,7 +284,7 @@ class EximInstance(ServerInstance):
             return self._stopped
         self._stopped = {}
         try:
-            result = self.client.stop() if self.client else {}
+            result = self.client.stop() if self.client else None
             ledger = self._ledger()
             if ledger is not None and all(s.alive() for s in self.servers):
                 self._drain()
@@ -300,7 +300,7 @@ class EximInstance(ServerInstance):
         if problems:
             raise PointFailed("mailboxes: " + "; ".join(problems))
         metrics["messages_checked"] = found
-        conn = result.get("connection_ns") or {}
+        conn = result.connection_ns if result is not None else {}
         for k in ("p50", "p99"):
             if k in conn:
                 metrics[f"connection_{k}_us"] = round(conn[k] / 1000, 1)

@@ -18,7 +18,7 @@ from typing import Any
 from mosbench import native
 from mosbench.errors import PointFailed, UserError
 from mosbench.workloads.base import Instance, Param, PointContext, Variant
-from mosbench.workloads.server import flows, remote
+from mosbench.workloads.server import flows, shares
 from mosbench.workloads.server.base import ServerInstance, ServerWorkload
 from mosbench.workloads.server.servers import Server
 
@@ -61,7 +61,7 @@ class MemcachedInstance(ServerInstance):
 
             def share(host: int, hosts: int, source: str) -> list[str] | None:
                 # From client hosts the contexts are shared, not multiplied: each port gets per_port in all.
-                mine = remote.slot_share(self.ports, per_port, host, hosts)
+                mine = shares.slot_share(self.ports, per_port, host, hosts)
                 if mine is None:
                     return None
                 ports, count = mine

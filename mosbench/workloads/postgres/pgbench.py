@@ -25,20 +25,29 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 
 from mosbench import cpulist
 from mosbench.errors import PointFailed
-from mosbench.launch.processes import Launcher, how_it_ended
+from mosbench.launch.processes import how_it_ended
 from mosbench.machine import accounting
 from mosbench.machine.accounting import parse_proc_stat
-from mosbench.machine.isolation import Group
 from mosbench.workloads.base import PointContext
 from mosbench.workloads.postgres import cluster as pgcluster
-from mosbench.workloads.server import remote
-from mosbench.workloads.server.loadgen import AFTER, WINDOW
+from mosbench.workloads.server.hostresult import ClientSide, HostResult
+from mosbench.workloads.server.loadgen import AFTER, WINDOW, Client, ClientResult
+from mosbench.workloads.server.runhosts import RunHost
+from mosbench.workloads.server.ssh import (
+    PHASE_COMMANDS,
+    RemoteSession,
+    print_output,
+    private_dir,
+    receive,
+    split_outputs,
+    tell_all,
+)
 
 # pgbench must still be running when the harness's window closes: it runs this much longer and the
 # point waits for it to end by itself.
@@ -167,6 +176,26 @@ class Progress:
         return total + self._rate * min(max(time.time() - t, 0.0), 1.0)
 
 
+class PgbenchClient(Client, Protocol):
+    """pgbench as a PostgreSQL point drives it, here (Pgbench) or on every client host (PgbenchHosts):
+    a Client whose window is cut from its transaction log once it has ended."""
+
+    opened: float | None  # the window's ends, on our clock
+    closed: float | None
+
+    def ended(self) -> bool:
+        """Whether pgbench has ended (on any host)."""
+
+    def reason(self, what: str) -> str:
+        """A point's failure reason: `what` went wrong, with pgbench's own words where it said any."""
+
+    def kill(self) -> None:
+        """Ends it now, without waiting for its result."""
+
+    def queries(self, t0: float, t1: float) -> float:
+        """Queries done between t0 and t1 on our clock, from the transaction log (after stop())."""
+
+
 def first_error(lines: list[str]) -> str:
     """pgbench's first error line (the cause, "connection to server ... failed: ..."), where its last is
     a summary ("could not create connection for setup")."""
@@ -191,7 +220,8 @@ class Pgbench:
         self.closed: float | None = None
         self.progress = Progress(self.launcher.logdir / f"{self.name}.err")
         self.transactions = Transactions.of([])
-        self._result: dict[str, Any] | None = None
+        self._stopped = False
+        self._result: ClientResult | None = None
         self.proc: subprocess.Popen = ctx.launcher.spawn(self.name, argv, ctx.loadgen_group, env=pgcluster.ENV,
                                                          enter=enter)
 
@@ -213,23 +243,23 @@ class Pgbench:
     def check(self) -> None:
         self.progress.read()
         if self.progress.failed:
-            raise PointFailed(self.failure(f"{self.progress.failed} transactions failed"))
+            raise PointFailed(self.reason(f"{self.progress.failed} transactions failed"))
         if self.proc.poll() is not None and self.closed is None:
-            raise PointFailed(self.failure(f"pgbench {how_it_ended(self.proc)} before the window closed"))
+            raise PointFailed(self.reason(f"pgbench {how_it_ended(self.proc)} before the window closed"))
 
-    def failure(self, what: str) -> str:
+    def reason(self, what: str) -> str:
         said = first_error(self.launcher.stderr_lines(self.name))
         return f"{what}: {said}" if said else what
 
     def kill(self) -> None:
         self.launcher.stop(self.proc)
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self) -> ClientResult | None:
         """Once the window has closed: waits for pgbench to end by itself (its duration ends TAIL_S
         after the window; it finishes its transactions and says how it went) and returns the window's
-        result, its transactions in all beside; before that, ends it and returns {}. Idempotent."""
-        if self._result is None:
-            self._result = {}
+        result, its transactions in all beside; before that, ends it and returns None. Idempotent."""
+        if not self._stopped:
+            self._stopped = True
             if self.closed is not None:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self.proc.wait(TAIL_S + 60)
@@ -238,17 +268,16 @@ class Pgbench:
                 self._result = self._read_result()
         return self._result
 
-    def _read_result(self) -> dict[str, Any]:
+    def _read_result(self) -> ClientResult:
         assert self.opened is not None and self.closed is not None
         if self.proc.returncode != 0:
-            raise PointFailed(self.failure(f"pgbench exited with status {self.proc.returncode}"))
+            raise PointFailed(self.reason(f"pgbench exited with status {self.proc.returncode}"))
         out = (self.launcher.logdir / f"{self.name}.out").read_text(errors="replace")
         self.transactions = checked_transactions(out, read_transaction_logs(self.txn_logs), 0.0)
-        return {"transactions": len(self.transactions.ends), "errors": 0,
-                "latency_ns": self.transactions.latency_ns(self.opened, self.closed)}
+        return ClientResult(errors=0, latency_ns=self.transactions.latency_ns(self.opened, self.closed),
+                            transactions=len(self.transactions.ends))
 
     def queries(self, t0: float, t1: float) -> float:
-        """Queries done between t0 and t1, from the transaction log (after stop())."""
         return queries_between(self.transactions.ends, self.transactions.latencies, t0, t1, self.batch)
 
     def logs(self) -> str:
@@ -279,10 +308,8 @@ def host_command(script_size: int, args: list[str], cpus: tuple[int, ...]) -> st
     stamp = ('stamp() { echo "$1 $(date +%s%N) $(cut -d" " -f14,15 /proc/$(cat "$d/pid" 2>/dev/null)/stat '
              '2>/dev/null || echo 0 0) $(getconf CLK_TCK) $(grep "^cpu[0-9]" /proc/stat | tr "\\n" ";")"; }')
     return "\n".join([
-        "d=$(mktemp -d /tmp/mosbench-client.XXXXXX) || exit 1",
-        "trap 'rm -rf \"$d\"' EXIT",
-        "trap '[ -f \"$d/pid\" ] && kill $(cat \"$d/pid\") 2>/dev/null; exit 129' HUP INT TERM",
-        f'head -c {script_size} > "$d/s.sql" || exit 1',
+        private_dir(on_signal='[ -f "$d/pid" ] && kill $(cat "$d/pid") 2>/dev/null; '),
+        f'{receive(script_size, "s.sql")} || exit 1',
         'command -v pgbench >/dev/null || { echo "F pgbench is not installed (Debian: apt-get install '
         'postgresql-client)"; exit 1; }',
         stamp,
@@ -295,7 +322,7 @@ def host_command(script_size: int, args: list[str], cpus: tuple[int, ...]) -> st
         "wait",
         "echo RESULT",
         'cat "$d/out"',
-        'echo "OUTPUT 0"; cat "$d"/txn* 2>/dev/null; echo; echo "END 0"',
+        print_output(0, '"$d"/txn*'),
     ])
 
 
@@ -314,16 +341,15 @@ class Stamp:
         return Stamp(int(words[0]), (int(words[1]) + int(words[2])) / hz, cpus)
 
 
-class HostPgbench(remote.RemoteSession):
+class HostPgbench(RemoteSession):
     """One client host's pgbench."""
 
-    def __init__(self, launcher: Launcher, master: remote.Master, group: Group, name: str, args: list[str],
-                 script: bytes, cpus: tuple[int, ...]):
+    def __init__(self, host: RunHost, name: str, args: list[str], script: bytes, cpus: tuple[int, ...]):
         self.cpus = cpus
         self.status: int | None = None  # pgbench's exit status, once the host says it ended
         self.stamps: dict[str, Stamp] = {}
-        super().__init__(launcher, master, group, name, host_command(len(script), args, cpus), script)
-        self.progress = Progress(launcher.logdir / f"{name}.err", self.offset_s)
+        super().__init__(host.master, name, host_command(len(script), args, cpus), script)
+        self.progress = Progress(self.launcher.logdir / f"{name}.err", self.offset_s)
 
     def seen(self, kind: str, rest: str) -> None:
         if kind == "E":
@@ -344,12 +370,24 @@ class HostPgbench(remote.RemoteSession):
         deadline = time.monotonic() + wait_s
         while self.status is None and self.proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        lines, outputs = remote.split_outputs(self.end())
+        lines, outputs = split_outputs(self.end())
         return "\n".join(lines), outputs.get(0, "")
+
+    def window(self, opened: float, closed: float, batch: int, tx: Transactions) -> HostResult:
+        """Its window as the host marked it: the queries of its transactions inside [opened, closed] on
+        our clock, pgbench's CPU time and its CPUs' busy share between its stamps."""
+        w, a = self.stamps.get("W"), self.stamps.get("A")
+        done = round(queries_between(tx.ends, tx.latencies, opened, closed, batch))
+        u = accounting.usage(w.cpus, a.cpus, self.cpus) if w and a else None
+        latency = {k: int(v) for k, v in tx.latency_ns(opened, closed).items()}
+        return HostResult.of_window(
+            self.host, done, done, 0, 0, latency, len(self.cpus), a.cpu_s - w.cpu_s if w and a else 0.0,
+            u.user + u.system if u else 0.0, u.idle if u else 0.0, self.offset_s, self.offset_error_s,
+            w.real_ns if w else None)
 
 
 class PgbenchHosts:
-    """Every client host's pgbench as one client (loadgen.Client), shaped as Pgbench."""
+    """Every client host's pgbench as one client, shaped as Pgbench."""
 
     name = "pgbench"
 
@@ -359,7 +397,8 @@ class PgbenchHosts:
         self.opened: float | None = None
         self.closed: float | None = None
         self.transactions = Transactions.of([])
-        self._result: dict[str, Any] | None = None
+        self._stopped = False
+        self._result: ClientResult | None = None
 
     def done(self) -> float:
         return sum(h.progress.transactions() for h in self.hosts) * self.batch
@@ -367,8 +406,8 @@ class PgbenchHosts:
     def set_phase(self, phase: int) -> None:
         if phase == WINDOW:
             self.opened = time.time()
-        kind = remote.PHASE_COMMANDS[phase][1]
-        replies = remote.tell_all(self.hosts, *remote.PHASE_COMMANDS[phase])
+        kind = PHASE_COMMANDS[phase][1]
+        replies = tell_all(self.hosts, *PHASE_COMMANDS[phase])
         if phase == AFTER:
             self.closed = time.time()
         for h, reply in zip(self.hosts, replies, strict=True):
@@ -385,7 +424,7 @@ class PgbenchHosts:
             if h.failure_words is not None or (h.ended() and self.closed is None):
                 raise PointFailed(h.failure())
 
-    def failure(self, what: str) -> str:
+    def reason(self, what: str) -> str:
         said = [h.failure() for h in self.hosts if h.ended() or h.failure_words]
         return f"{what}: {said[0]}" if said else what
 
@@ -393,48 +432,30 @@ class PgbenchHosts:
         for h in self.hosts:
             h.end(0)
 
-    def stop(self) -> dict[str, Any]:
-        """As Pgbench.stop, for every host, with each host's window as a HostResult."""
-        if self._result is not None:
+    def stop(self) -> ClientResult | None:
+        """As Pgbench.stop, for every host, with each host's window kept (ClientResult.hosts)."""
+        if self._stopped:
             return self._result
-        self._result = {}
+        self._stopped = True
         if self.closed is None:
             self.kill()
-            return self._result
+            return None
         assert self.opened is not None
         ended = [(h, *h.finish(TAIL_S + 60)) for h in self.hosts]
         parts = []
-        results = []
+        windows = []
         for h, summary, logs in ended:
             if h.status != 0:
                 raise PointFailed(h.failure() if h.status is None else
                                   f"client host {h.host}: pgbench exited with status {h.status}")
             tx = checked_transactions(summary, parse_transaction_logs([logs]), h.offset_s, h.host)
             parts.append(tx)
-            results.append(self._host_result(h, tx))
+            windows.append(h.window(self.opened, self.closed, self.batch, tx))
         self.transactions = Transactions.of(parts)
-        opens = [r.window_open_s for r in results if r.window_open_s is not None]
-        done = sum(r.counts["done"] for r in results)
-        self._result = {"transactions": len(self.transactions.ends), "errors": 0, "done": done,
-                        "latency_ns": self.transactions.latency_ns(self.opened, self.closed),
-                        "host_results": results,
-                        "window_spread_s": max(opens) - min(opens) if len(opens) > 1 else 0.0}
+        self._result = ClientResult(errors=0, done=sum(w.done for w in windows),
+                                    latency_ns=self.transactions.latency_ns(self.opened, self.closed),
+                                    hosts=ClientSide.of(windows), transactions=len(self.transactions.ends))
         return self._result
-
-    def _host_result(self, h: HostPgbench, tx: Transactions) -> remote.HostResult:
-        assert self.opened is not None and self.closed is not None
-        w, a = h.stamps.get("W"), h.stamps.get("A")
-        done = round(queries_between(tx.ends, tx.latencies, self.opened, self.closed, self.batch))
-        busy = None
-        if w and a:
-            # As control.c reckons a native generator's: steal is neither busy nor idle.
-            u = accounting.usage(w.cpus, a.cpus, h.cpus)
-            busy = (u.user + u.system) / (u.user + u.system + u.idle) if u.user + u.system + u.idle > 0 else None
-        latency = {k: int(v) for k, v in tx.latency_ns(self.opened, self.closed).items()}
-        return remote.HostResult(
-            h.host, {"sent": done, "done": done, "lost": 0, "errors": 0}, latency, len(h.cpus),
-            a.cpu_s - w.cpu_s if w and a else 0.0, busy, h.offset_s, h.offset_error_s,
-            w.real_ns / 1e9 - h.offset_s if w else None)
 
     def queries(self, t0: float, t1: float) -> float:
         return queries_between(self.transactions.ends, self.transactions.latencies, t0, t1, self.batch)

@@ -59,12 +59,15 @@ from mosbench.workloads.postgres.pgbench import (
     TAIL_S,
     HostPgbench,
     Pgbench,
+    PgbenchClient,
     PgbenchHosts,
     check_version,
     pgbench_argv,
 )
-from mosbench.workloads.server import flows, netns, ports, remote
+from mosbench.workloads.server import netns, ports, shares, ssh
 from mosbench.workloads.server.base import ServerInstance, ServerWorkload, per_host_cpus, rate_at, remote_hosts
+from mosbench.workloads.server.loadgen import ClientResult
+from mosbench.workloads.server.runhosts import RunHost, RunHosts
 from mosbench.workloads.server.servers import Server
 
 if TYPE_CHECKING:
@@ -156,7 +159,7 @@ def dir_mb(path: Path) -> float:
 
 
 class PostgresInstance(ServerInstance):
-    client: Pgbench | PgbenchHosts | None
+    client: PgbenchClient | None
 
     def __init__(self, ctx: PointContext, database: Path, script: Path, updates: int, database_mb: float):
         super().__init__(ctx, 1)
@@ -194,7 +197,7 @@ class PostgresInstance(ServerInstance):
         shutil.copytree(database, self.root / "data", symlinks=True)
         # initdb trusts loopback alone: the clients come from the veth pair's far end or the client hosts'
         # addresses, the harness from the server's own address.
-        if self.link or self.masters:
+        if self.link or self.client_hosts is not None:
             with open(self.root / "data" / "pg_hba.conf", "a") as f:
                 f.writelines(f"host all all {addr}/32 trust\n" for addr in (*self._client_addresses(), self.host))
         pgcluster.chown_tree(self.root)
@@ -217,9 +220,9 @@ class PostgresInstance(ServerInstance):
     def _client_addresses(self) -> list[str]:
         if self.link:
             return [self.link.client_addr]
-        facts: list[remote.HostFacts] = self.ctx.run.extra["host_facts"]
-        sources = [flows.route_source(f.route) for f in facts]
-        missing = [f.host for f, src in zip(facts, sources, strict=True) if src is None]
+        assert self.client_hosts is not None
+        sources = [h.source for h in self.client_hosts.hosts]
+        missing = [h.name for h, src in zip(self.client_hosts.hosts, sources, strict=True) if src is None]
         if missing:
             raise PointFailed(f"client host {missing[0]}: no source address in its route to the server")
         return [src for src in sources if src]
@@ -243,8 +246,8 @@ class PostgresInstance(ServerInstance):
         ctx = self.ctx
         seconds = math.ceil(ctx.window_end + TAIL_S)
         rate = rate_at(ctx.params, len(ctx.cpus))
-        if self.masters:
-            self.client = client = self._host_pgbenches(script, seconds, rate)
+        if self.client_hosts is not None:
+            self.client = client = self._host_pgbenches(self.client_hosts, script, seconds, rate)
         else:
             txn_logs = ctx.scratch / "pgbench"
             txn_logs.mkdir()
@@ -261,32 +264,27 @@ class PostgresInstance(ServerInstance):
                 if n >= self.clients:
                     return
                 if client.ended() or time.monotonic() > deadline:
-                    raise PointFailed(client.failure(f"{n} of {self.clients} clients connected"))
+                    raise PointFailed(client.reason(f"{n} of {self.clients} clients connected"))
                 time.sleep(0.02)
 
-    def _host_pgbenches(self, script: Path, seconds: int, rate: float | None) -> PgbenchHosts:
+    def _host_pgbenches(self, hosts: RunHosts, script: Path, seconds: int, rate: float | None) -> PgbenchHosts:
         """A pgbench on every client host with a share of the connections (and of the rate), each sent
         the batch script and pinned to its host's CPUs."""
         ctx = self.ctx
-        facts: list[remote.HostFacts] = ctx.run.extra["host_facts"]
-        count = per_host_cpus(len(ctx.cpus), ctx.params, len(self.masters))
-        started: list[HostPgbench] = []
-        try:
-            for i, (master, fact) in enumerate(zip(self.masters, facts, strict=True)):
-                share = remote.share(self.clients, i, len(self.masters))
-                if not share:
-                    continue
-                cpus = remote.host_cpus(master.host, fact, count)
-                argv = pgbench_argv(self.host, self.port, share, min(share, len(cpus)), seconds,
-                                    ctx.params["protocol"], SCRIPT_WORD, ctx.params["rows"], LOG_WORD,
-                                    rate * share / self.clients if rate else None, binary="pgbench")
-                started.append(HostPgbench(ctx.launcher, master, ctx.run.group, f"pgbench-{i}", argv[1:],
-                                           script.read_bytes(), cpus))
-        except BaseException:
-            for h in started:
-                h.end(0)
-            raise
-        return PgbenchHosts(started, self.batch)
+        count = per_host_cpus(len(ctx.cpus), ctx.params, len(hosts))
+        payload = script.read_bytes()
+
+        def start(h: RunHost) -> HostPgbench | None:
+            share = shares.share(self.clients, h.index, len(hosts))
+            if not share:
+                return None
+            cpus = h.cpus(count)
+            argv = pgbench_argv(self.host, self.port, share, min(share, len(cpus)), seconds,
+                                ctx.params["protocol"], SCRIPT_WORD, ctx.params["rows"], LOG_WORD,
+                                rate * share / self.clients if rate else None, binary="pgbench")
+            return HostPgbench(h, f"pgbench-{h.index}", argv[1:], payload, cpus)
+
+        return PgbenchHosts(hosts.start_each(start), self.batch)
 
     def _start_counter(self) -> None:
         postmaster = self.servers[0].proc.pid
@@ -329,8 +327,8 @@ class PostgresInstance(ServerInstance):
             return self._metrics
         self._metrics = {}
         try:
-            result = self.client.stop() if self.client else {}
-            if result:
+            result = self.client.stop() if self.client else None
+            if result is not None:
                 counts = self.counter.finish() if self.counter else {}
                 self.counter = None
                 self._metrics = self._check_work(result, counts)
@@ -338,11 +336,12 @@ class PostgresInstance(ServerInstance):
             self._end_processes()
         return self._metrics
 
-    def _check_work(self, result: dict[str, Any], counts: dict[str, int]) -> dict[str, Any]:
+    def _check_work(self, result: ClientResult, counts: dict[str, int]) -> dict[str, Any]:
         client = self.client
         assert client is not None and client.opened is not None and client.closed is not None
+        assert result.transactions is not None  # pgbench's result
         self._window_work = client.queries(client.opened, client.closed)
-        done = result["transactions"]
+        done = result.transactions
         self._check_server(done)
         metrics: dict[str, Any] = {"clients": self.clients, "transactions": done, **self.metrics(result)}
         counted = client.queries(self.counted_from, client.opened) if self.counted_from else 0.0
@@ -493,7 +492,7 @@ class Postgres(ServerWorkload):
         """As every server workload's, and each host's pgbench one whose counts mosbench reads."""
         super().check_clients(params, cores)
         for host in remote_hosts(params):
-            problem = check_version(remote.run(host, params["ssh_config"], "pgbench --version 2>&1 || true"),
+            problem = check_version(ssh.run(host.name, params["ssh_config"], "pgbench --version 2>&1 || true"),
                                     host.name)
             if problem:
                 raise UserError(problem)

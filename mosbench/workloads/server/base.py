@@ -17,8 +17,21 @@ from typing import Any
 from mosbench.errors import PointFailed, UserError
 from mosbench.machine import nic
 from mosbench.workloads.base import Instance, Param, PointContext, PointNote, RunContext, Sample, Workload
-from mosbench.workloads.server import flows, netns, ports, remote
-from mosbench.workloads.server.loadgen import AFTER, WINDOW, Client, LoadGenerator, behind_schedule, client_metrics
+from mosbench.workloads.server import flows, netns, ports, probe
+from mosbench.workloads.server.hostresult import host_notes
+from mosbench.workloads.server.hosts import ClientHost, parse_clients
+from mosbench.workloads.server.loadgen import (
+    AFTER,
+    WINDOW,
+    Client,
+    ClientResult,
+    Generator,
+    LoadGenerator,
+    behind_schedule,
+    client_metrics,
+)
+from mosbench.workloads.server.remote import RemoteClients, RemoteGenerator
+from mosbench.workloads.server.runhosts import RunHost, RunHosts
 from mosbench.workloads.server.servers import Server
 
 NETS = ("loopback", "veth")
@@ -81,8 +94,8 @@ def check_server_address(address: str) -> None:
             raise UserError(f"--server-address {address} is not an address of this machine ({e.strerror})") from None
 
 
-def remote_hosts(params: dict[str, Any]) -> tuple[remote.ClientHost, ...]:
-    return remote.parse_clients(params.get("client_hosts", ""))
+def remote_hosts(params: dict[str, Any]) -> tuple[ClientHost, ...]:
+    return parse_clients(params.get("client_hosts", ""))
 
 
 # A generator's own arguments for client host i of n sending from an address; None: no share there.
@@ -122,7 +135,7 @@ class ServerWorkload(Workload):
     def point_notes(self, metrics: dict[str, Any]) -> list[PointNote]:
         """An open-loop client that could not keep its schedule: the rate asked was not the rate sent;
         client hosts whose clocks or windows were apart."""
-        notes = [PointNote("client hosts", n) for n in remote.host_notes(metrics)]
+        notes = [PointNote("client hosts", n) for n in host_notes(metrics)]
         note = behind_schedule(metrics)
         return [*notes, PointNote("client behind", note)] if note else notes
 
@@ -158,8 +171,8 @@ class ServerWorkload(Workload):
         """Every client host reachable, the same architecture, with the CPUs a point at `cores` wants there."""
         hosts = remote_hosts(params)
         for host in hosts:
-            facts = remote.probe(host, params["ssh_config"], params["server_address"])
-            remote.check_host(facts, host, per_host_cpus(cores, params, len(hosts)))
+            facts = probe.probe(host, params["ssh_config"], params["server_address"])
+            probe.check_host(facts, host, per_host_cpus(cores, params, len(hosts)))
 
     def check_params(self, params: dict[str, Any]) -> None:
         check_client_params(self.name, params)
@@ -190,16 +203,9 @@ class ServerWorkload(Workload):
             ctx.extra["link"] = netns.create(ctx.launcher.journal, self.name)
         hosts = remote_hosts(ctx.params)
         if hosts:
-            masters: list[remote.Master] = []
-            ctx.extra["masters"] = masters
-            facts = []
-            for i, host in enumerate(hosts):
-                masters.append(remote.Master(ctx.launcher, ctx.group, host, i, ctx.params["ssh_config"],
-                                             ctx.scratch))
-                facts.append(remote.probe(host, ctx.params["ssh_config"], ctx.params["server_address"],
-                                          masters[-1].path))
-            ctx.extra["host_facts"] = facts
-            ctx.facts["client_hosts"] = {f.host: f.as_fact() for f in facts}
+            ctx.client_hosts = RunHosts.open(ctx.launcher, ctx.group, hosts, ctx.params["ssh_config"],
+                                             ctx.params["server_address"], ctx.scratch)
+            ctx.facts["client_hosts"] = ctx.client_hosts.facts()
         irqbalance = nic.irqbalance_warning()
         if irqbalance:
             ctx.facts["irqbalance"] = irqbalance
@@ -208,8 +214,9 @@ class ServerWorkload(Workload):
         link = ctx.extra.pop("link", None)
         if link:
             netns.remove(ctx.launcher.journal, link)
-        for master in ctx.extra.pop("masters", []):
-            master.close()
+        if ctx.client_hosts is not None:
+            ctx.client_hosts.close()
+            ctx.client_hosts = None
 
 
 class ServerInstance(Instance):
@@ -219,7 +226,7 @@ class ServerInstance(Instance):
         self.ctx = ctx
         self.link: netns.VethLink | None = ctx.run.extra.get("link")
         self.host = self.link.server_addr if self.link else (ctx.params.get("server_address") or ports.HOST)
-        self.masters: list[remote.Master] = ctx.run.extra.get("masters", [])
+        self.client_hosts: RunHosts | None = ctx.run.client_hosts
         # The device the requests arrive on: its queues' work is part of the point.
         self.nic_dev = self.link.server_if if self.link else (nic.device_of(self.host) or "lo")
         self.steerings: list[nic.Steering] = []
@@ -229,7 +236,7 @@ class ServerInstance(Instance):
         self._steer(ctx)
         self.servers: list[Server] = []
         self.client: Client | None = None
-        self.client_result: dict[str, Any] = {}
+        self.client_result: ClientResult | None = None
         self._server_rss: flows.ServerRss | None = None
         self.ports: list[int] = []
         try:
@@ -252,7 +259,7 @@ class ServerInstance(Instance):
         reports = []
         for dev in devices:
             try:
-                irqs = nic.queue_irqs(dev, Path("/proc/interrupts").read_text(), nic.device_msi_irqs(dev))
+                irqs = nic.device_queue_irqs(dev)
             except OSError:
                 irqs = []
             # A device with no interrupts of its own (veth, a bridge's port) has RPS as its only steering.
@@ -293,11 +300,11 @@ class ServerInstance(Instance):
         self.check()
 
     def new_client(self, name: str, argv: list[str], rate: float | None, limit: float, files: tuple[Path, ...] = (),
-                   for_host: HostArgs | None = None, outputs: tuple[Path, ...] = ()) -> Client:
+                   for_host: HostArgs | None = None, outputs: tuple[Path, ...] = ()) -> Generator:
         """A generator started as start_client's (rate: requests per second in all; limit: its own stop in
         seconds): the point's client, or a brief step's before it (steps.py)."""
-        if self.masters:
-            return self._remote_clients(name, argv, files, rate, for_host, outputs, limit)
+        if self.client_hosts is not None:
+            return self._remote_clients(self.client_hosts, name, argv, files, rate, for_host, outputs, limit)
         if not self.ctx.loadgen_group:
             raise PointFailed(f"{name} needs a load generator group")
         if rate is not None:
@@ -308,31 +315,24 @@ class ServerInstance(Instance):
                              self.ctx.loadgen_cpus, self.ctx.scratch, limit,
                              enter=netns.entering(self.link) if self.link else None)
 
-    def _remote_clients(self, name: str, argv: list[str], files: tuple[Path, ...], rate: float | None,
-                        for_host: HostArgs | None, outputs: tuple[Path, ...], limit: float) -> remote.RemoteClients:
-        ctx = self.ctx
-        facts: list[remote.HostFacts] = ctx.run.extra["host_facts"]
-        count = per_host_cpus(len(ctx.cpus), ctx.params, len(self.masters))
-        owns: list[list[str] | None] = []
-        for i, fact in enumerate(facts):
-            owns.append(for_host(i, len(facts), flows.route_source(fact.route) or "") if for_host else [])
+    def _remote_clients(self, hosts: RunHosts, name: str, argv: list[str], files: tuple[Path, ...],
+                        rate: float | None, for_host: HostArgs | None, outputs: tuple[Path, ...],
+                        limit: float) -> RemoteClients:
+        count = per_host_cpus(len(self.ctx.cpus), self.ctx.params, len(hosts))
+        owns = [for_host(h.index, len(hosts), h.source or "") if for_host else [] for h in hosts.hosts]
         running = sum(own is not None for own in owns)
         args = [*argv[1:], "--host", self.host]
         if rate is not None:  # the rate is the whole client's: each running host sends its share
             args += ["--rate", f"{rate / running:.6g}"]
-        generators: list[remote.RemoteGenerator] = []
-        try:
-            for i, (master, fact, own) in enumerate(zip(self.masters, facts, owns, strict=True)):
-                if own is None:
-                    continue
-                generators.append(remote.RemoteGenerator(
-                    ctx.launcher, master, ctx.run.group, f"{name}-{i}", Path(argv[0]), [*args, *own],
-                    remote.host_cpus(master.host, fact, count), limit, files, outputs))
-        except BaseException:
-            for g in generators:
-                g.stop()
-            raise
-        return remote.RemoteClients(name, generators)
+
+        def start(h: RunHost) -> RemoteGenerator | None:
+            own = owns[h.index]
+            if own is None:
+                return None
+            return RemoteGenerator(h, f"{name}-{h.index}", Path(argv[0]), [*args, *own], h.cpus(count), limit,
+                                   files, outputs)
+
+        return RemoteClients(name, hosts.start_each(start))
 
     def sample(self) -> Sample:
         assert self.client is not None
@@ -358,7 +358,7 @@ class ServerInstance(Instance):
             self.client.check()
 
     def stop(self) -> dict[str, Any]:
-        result = self.client.stop() if self.client else {}
+        result = self.client.stop() if self.client else None
         self.client_result = result
         self.stop_servers()
         return self.metrics(result)
@@ -366,8 +366,8 @@ class ServerInstance(Instance):
     def window_work(self) -> float | None:
         """Client hosts count their windows exactly, opened and closed by message: their sum is the work
         (sampling them at the window's edges would add a round trip's requests of error)."""
-        if self.masters and self.client_result:
-            return float(self.client_result["done"])
+        if self.client_hosts is not None and self.client_result is not None:
+            return float(self.client_result.done or 0)
         return None
 
     def stop_servers(self) -> None:
@@ -375,34 +375,24 @@ class ServerInstance(Instance):
             s.stop()
         self._unsteer()
 
-    def metrics(self, result: dict[str, Any]) -> dict[str, Any]:
+    def metrics(self, result: ClientResult | None) -> dict[str, Any]:
         """The point's metrics from the client's window result: counts, latencies, the network path."""
-        net = "client hosts" if self.masters else "veth" if self.link else "loopback"
+        net = "client hosts" if self.client_hosts is not None else "veth" if self.link else "loopback"
         metrics: dict[str, Any] = {"instances": len(self.servers), "net": net}
         if self.ports:
             metrics["ports"] = f"{self.ports[0]}-{self.ports[-1]}"
         metrics.update(client_metrics(result))
-        hosts: list[remote.HostResult] = result.get("host_results") or []
-        if hosts:
-            metrics["client_hosts"] = [h.as_metrics() for h in hosts]
-            metrics["client_window_spread_ms"] = round(result["window_spread_s"] * 1000, 3)
-            done = sum(h.counts.get("done", 0) for h in hosts)
-            if done:
-                metrics["client_cpu_us_per_request"] = round(sum(h.cpu_s for h in hosts) / done * 1e6, 3)
+        if result is not None and result.hosts is not None:
+            metrics.update(result.hosts.metrics())
         for key in ("contexts", "connections", "sessions"):
-            if key in result:
-                metrics[f"client_{key}"] = result[key]
+            if result is not None and (opened := getattr(result, key)) is not None:
+                metrics[f"client_{key}"] = opened
         if self.nic_window is not None:
-            w = self.nic_window
-            metrics.update(w.metrics(self.ctx.cpus))
-            metrics["nic_summary"] = w.summary(self.ctx.cpus)
-            metrics["nic_net_rx_per_cpu"] = {str(c): n for c, n in sorted(w.net_rx.items()) if n}
-            metrics["nic_net_tx_per_cpu"] = {str(c): n for c, n in sorted(w.net_tx.items()) if n}
-            metrics["nic_irq_per_cpu"] = {str(c): n for c, n in sorted(w.interrupts.items()) if n}
+            metrics.update(self.nic_window.metrics(self.ctx.cpus))
         if self.steered:
             metrics["nic_steering"] = self.steered
-        if result.get("flows"):
-            metrics.update(flows.flow_metrics(flows.parse_flows(result), self.server_rss()))
+        if result is not None and result.flows:
+            metrics.update(flows.flow_metrics(list(result.flows), self.server_rss()))
             metrics["flows_chosen"] = self.ctx.params.get("flows", "kernel")
         return metrics
 

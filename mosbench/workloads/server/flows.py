@@ -14,7 +14,6 @@ original MOSBENCH chose its clients' ports this way), instead of the kernel's ep
 from __future__ import annotations
 
 import re
-import subprocess
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -37,22 +36,14 @@ class ServerRss:
 
 def server_rss(address: str) -> ServerRss:
     device = nic.device_of(address) or "lo"
-    out = subprocess.run(["ethtool", "-x", device], capture_output=True, text=True)
-    if out.returncode == 0:
-        try:
-            found = rss.parse_ethtool_x(out.stdout)
-            if found.table and found.key:
-                return ServerRss(device, found, f"ethtool -x {device}")
-        except ValueError:
-            pass
+    try:
+        return ServerRss(device, rss.device_rss(device), f"ethtool -x {device}")
+    except (OSError, ValueError):
+        pass
     queues = max(1, nic.queue_count(device, "rx"))
     return ServerRss(device, rss.Rss.default(queues),
                      f"{device} reports no RSS key or table: the verification key over {queues} queue(s) round "
                      "robin")
-
-
-def parse_flows(result: dict[str, Any]) -> list[tuple[str, int, str, int]]:
-    return [(str(f[0]), int(f[1]), str(f[2]), int(f[3])) for f in result.get("flows") or []]
 
 
 def flow_metrics(flows: list[tuple[str, int, str, int]], server: ServerRss) -> dict[str, Any]:

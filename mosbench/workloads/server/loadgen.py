@@ -5,10 +5,11 @@ cumulative counters (requests sent, answered, lost, answered wrongly, answered l
 payload bytes, and in open loop the requests due by the schedule), a state, the
 first failure's message, and a phase the harness writes when its window opens and closes, so the
 generator's window counts and latency percentiles cover exactly the harness's window. At the end
-the generator writes its window's result as JSON; `stop()` returns it as the point's client metrics.
+the generator writes its window's result as JSON; `stop()` returns it as a `ClientResult`.
 
 `Client` is what a server point asks of any client, the native generators or a workload's own
-(PostgreSQL's pgbench): the same calls, and a result in the same form.
+(PostgreSQL's pgbench): the same calls, and a `ClientResult`. `Generator` is a native generator's,
+here or on client hosts: its live counters and the files it wrote besides.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import json
 import mmap
 import struct
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -26,6 +28,7 @@ from mosbench.errors import PointFailed
 from mosbench.launch.processes import Launcher, how_it_ended
 from mosbench.launch.ready import file_ready, wait_ready
 from mosbench.machine.isolation import Group
+from mosbench.workloads.server.hostresult import ClientSide
 
 MAGIC = b"MOSLOAD1"
 VERSION = 2
@@ -33,7 +36,48 @@ HEADER = struct.Struct("<8sIIIIIIII216s")
 STARTING, RUNNING, FAILED, STOPPED = range(4)
 WARMUP, WINDOW, AFTER = range(3)
 COUNTERS = ("sent", "done", "lost", "errors", "late", "bytes", "due")
+# A generator's result figures beside COUNTERS that are counts, so that client hosts' add up: httpload's
+# answers judged good and tolerable, the connections, contexts or sessions each opened.
+ADDED = ("good", "tolerable", "connections", "contexts", "sessions")
 _PHASE_OFFSET = struct.calcsize("<8sIIIIII")  # magic, version, nthreads, stride, offset, ncounters, state
+
+Flow = tuple[str, int, str, int]  # a client socket's source address and port, the server's address and port
+
+
+@dataclass(frozen=True)
+class ClientResult:
+    """A client's window as it ended: the counts it keeps (None: one it does not count, such as pgbench's
+    requests sent), its latency percentiles (ns), and what only some clients know."""
+
+    sent: int | None = None
+    done: int | None = None
+    lost: int | None = None
+    errors: int | None = None
+    late: int | None = None
+    bytes: int | None = None
+    due: int | None = None  # open loop: requests the schedule made due
+    latency_ns: Mapping[str, float] = field(default_factory=dict)  # p50, p90, p99, p999, max
+    window_s: float | None = None  # the window by the client's own clock
+    rate: float | None = None  # open loop: the requests per second asked of it
+    lag_max_ns: float = 0  # open loop: the longest a due request waited for a free connection
+    good: int | None = None  # httpload: answers fast enough for SPECweb2005's rule, and tolerably fast
+    tolerable: int | None = None
+    connections: int | None = None  # what the client opened: httpload's, memload's, smtpload's
+    contexts: int | None = None
+    sessions: int | None = None
+    connection_ns: Mapping[str, float] = field(default_factory=dict)  # smtpload: a connection's time
+    flows: tuple[Flow, ...] = ()  # memload: every context's flow
+    hosts: ClientSide | None = None  # from client hosts: each one's window
+    transactions: int | None = None  # pgbench: transactions in all, the window's and the rest
+
+    @staticmethod
+    def parse(raw: Mapping[str, Any]) -> ClientResult:
+        """A native generator's result as it writes it (JSON)."""
+        return ClientResult(
+            **{k: int(raw[k]) for k in (*COUNTERS, *ADDED) if k in raw},
+            latency_ns=raw.get("latency_ns") or {}, window_s=raw.get("window_s"), rate=raw.get("rate"),
+            lag_max_ns=raw.get("lag_max_ns", 0), connection_ns=raw.get("connection_ns") or {},
+            flows=tuple((str(f[0]), int(f[1]), str(f[2]), int(f[3])) for f in raw.get("flows") or []))
 
 
 class Client(Protocol):
@@ -50,11 +94,22 @@ class Client(Protocol):
     def check(self) -> None:
         """PointFailed with the client's own word if it failed or ended."""
 
-    def stop(self) -> dict[str, Any]:
-        """Ends it and returns its window's result (counts by COUNTERS' names, "latency_ns"); {} without one."""
+    def stop(self) -> ClientResult | None:
+        """Ends it and returns its window's result; None without one (idempotent)."""
 
     def logs(self) -> str:
         """The tail of what it printed, kept with a failed point."""
+
+
+class Generator(Client, Protocol):
+    """A native load generator as a client (here, or one on every client host as one)."""
+
+    def counters(self) -> dict[str, int]:
+        """COUNTERS' totals so far, live."""
+
+    def outputs(self, path: Path) -> list[str | None]:
+        """What it wrote to `path`, a file its arguments name, once stopped: one text per generator (one
+        per client host, in their order), None for a generator that wrote nothing."""
 
 
 class LoadGenerator:
@@ -71,7 +126,8 @@ class LoadGenerator:
             "--result", str(self.result_path), "--limit", str(int(limit)),
         ], group, enter=enter)
         self._map: mmap.mmap | None = None
-        self._result: dict[str, Any] | None = None
+        self._stopped = False
+        self._result: ClientResult | None = None
         try:
             wait_ready(file_ready(self.stats_path), what=f"{name}'s statistics file", timeout=30, proc=self.proc,
                        ended=self.failure)
@@ -126,14 +182,16 @@ class LoadGenerator:
             return last
         return f"{self.name} {how_it_ended(self.proc)} without a message"
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self) -> ClientResult | None:
         """Stops it (SIGTERM: it writes its result) and returns the window's result; idempotent."""
-        if self._result is None:
+        if not self._stopped:
+            self._stopped = True
             self.launcher.stop(self.proc)
             try:
-                self._result = json.loads(self.result_path.read_text())
+                raw = json.loads(self.result_path.read_text())
+                self._result = ClientResult.parse(raw) if raw else None
             except (OSError, ValueError):
-                self._result = {}
+                self._result = None
             if self._map is not None:
                 self._map.close()
                 self._map = None
@@ -152,23 +210,22 @@ class LoadGenerator:
 KEPT_SCHEDULE = 0.95
 
 
-def client_metrics(result: dict[str, Any]) -> dict[str, Any]:
-    """The generator's window result as flat point metrics: counts, latency percentiles in µs, and in
+def client_metrics(result: ClientResult | None) -> dict[str, Any]:
+    """The client's window result as flat point metrics: counts, latency percentiles in µs, and in
     open loop the rate asked, the rate sent and whether the client kept its schedule."""
-    if not result:
+    if result is None:
         return {}
-    out: dict[str, Any] = {f"client_{k}": result[k] for k in COUNTERS if k in result}
-    lat = result.get("latency_ns") or {}
+    out: dict[str, Any] = {f"client_{k}": getattr(result, k) for k in COUNTERS if getattr(result, k) is not None}
     for k in ("p50", "p90", "p99", "p999", "max"):
-        if k in lat:
-            out[f"latency_{k}_us"] = round(lat[k] / 1000, 1)
-    if result.get("rate"):
-        window = result.get("window_s") or 0.0
-        out["rate_intended"] = result["rate"]
-        out["rate_sent"] = round(result.get("sent", 0) / window, 1) if window else 0.0
-        due = result.get("due", 0)
-        out["schedule_kept"] = round(result.get("sent", 0) / due, 4) if due else None
-        out["schedule_lag_max_ms"] = round(result.get("lag_max_ns", 0) / 1e6, 3)
+        if k in result.latency_ns:
+            out[f"latency_{k}_us"] = round(result.latency_ns[k] / 1000, 1)
+    if result.rate:
+        window = result.window_s or 0.0
+        sent = result.sent or 0
+        out["rate_intended"] = result.rate
+        out["rate_sent"] = round(sent / window, 1) if window else 0.0
+        out["schedule_kept"] = round(sent / result.due, 4) if result.due else None
+        out["schedule_lag_max_ms"] = round(result.lag_max_ns / 1e6, 3)
     return out
 
 

@@ -81,17 +81,19 @@ def run_step(ctx: PointContext, name: str, start: StartClient, connections: int,
         client.check()
     finally:
         result = client.stop()
-    if not result:
+    if result is None:
         raise PointFailed(f"{name} wrote no result")
-    window = result.get("window_s") or (t1 - t0)
+    window = result.window_s or (t1 - t0)
     usage = accounting.usage(before, after, ctx.cpus)
-    kilobytes = result.get("bytes", 0) / 1000
+    kilobytes = (result.bytes or 0) / 1000
     us_per_kilobyte = accounting.per_unit_us(usage.user + usage.system, kilobytes)
     figures = client_metrics(result)
+    done = result.done or 0
     return Step(
-        connections=connections, rate=rate, done=result.get("done", 0), lost=result.get("lost", 0),
-        good=result.get("good", result.get("done", 0)), tolerable=result.get("tolerable", result.get("done", 0)),
-        requests_per_s=round(result.get("done", 0) / window, 1), kilobytes_per_s=round(kilobytes / window, 1),
+        connections=connections, rate=rate, done=done, lost=result.lost or 0,
+        good=done if result.good is None else result.good,
+        tolerable=done if result.tolerable is None else result.tolerable,
+        requests_per_s=round(done / window, 1), kilobytes_per_s=round(kilobytes / window, 1),
         server_busy=round(usage.busy_fraction, 4),
         server_us_per_kilobyte=None if us_per_kilobyte is None else round(us_per_kilobyte, 3),
         latency_p50_us=figures.get("latency_p50_us", 0.0), latency_p99_us=figures.get("latency_p99_us", 0.0),
