@@ -259,7 +259,7 @@ class Series:
     variant: str
 
 
-def plan_for() -> tuple[planning.Plan, list[planning.PointKey]]:
+def plan_for() -> tuple[planning.Plan, list[planning.TrialKey]]:
     """A user's plan: every micro test, every scale structure and the application workloads,
     interleaved in proportion so any prefix of it has the same mix; a fifth of the points profiled."""
     groups = [[("micro", t.name) for t in registry.get("micro").tests()],
@@ -301,7 +301,7 @@ class Generator:
             self.curves[s] = curve(random.Random(f"curve:{s}"))  # the same machine's behaviour in both runs
         return self.curves[s]
 
-    def values(self, key: planning.PointKey) -> dict[str, Any]:
+    def values(self, key: planning.TrialKey) -> dict[str, Any]:
         w = registry.get(key.workload)
         s = Series(key.workload, key.test, key.variant)
         rng = self._rng(key)
@@ -351,7 +351,7 @@ class Generator:
         return values
 
     @staticmethod
-    def _samples(rng: random.Random, key: planning.PointKey, per_core: float, busy: float, window: float,
+    def _samples(rng: random.Random, key: planning.TrialKey, per_core: float, busy: float, window: float,
                  job: bool, per_task: bool) -> list[dict[str, Any]]:
         """measure()'s samples: one a second, warm-up ones at negative times, per-task rates where counted."""
         out = []
@@ -365,7 +365,7 @@ class Generator:
                         if per_task else None})
         return out
 
-    def _metrics(self, rng: random.Random, key: planning.PointKey, a: placement.Assignment, values: dict[str, Any],
+    def _metrics(self, rng: random.Random, key: planning.TrialKey, a: placement.Assignment, values: dict[str, Any],
                  per_core: float, busy: float, window: float) -> dict[str, Any]:
         mine = set(a.cpus) | set(a.loadgen_cpus)
         metrics: dict[str, Any] = {"cpu_busy_s": {str(cpu.id): round(window * busy * rng.uniform(0.97, 1.0), 3)
@@ -391,7 +391,7 @@ class Generator:
             metrics.update(map_s=window * 0.7, reduce_s=window * 0.2, merge_s=window * 0.1, input_bytes=64 << 20)
         return metrics
 
-    def _profile(self, rng: random.Random, s: Series, key: planning.PointKey, work: float, window: float,
+    def _profile(self, rng: random.Random, s: Series, key: planning.TrialKey, work: float, window: float,
                  busy: float) -> dict[str, Any]:
         """Recorder.finish's profile: folded stacks with their samples (most first, a few thousand), the
         period, the window, hardware counts and the warm-up's lock contention."""

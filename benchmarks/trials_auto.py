@@ -9,6 +9,7 @@ Run order alternates (fixed first, then auto first) over ROUNDS pairs so a drift
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -19,7 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mosbench.analysis.decide import decide, samples  # noqa: E402
+from mosbench.analysis.cells import counted_by_point  # noqa: E402
+from mosbench.analysis.decide import State, decide  # noqa: E402
 from mosbench.store.db import Store  # noqa: E402
 
 TESTS = os.environ.get("TESTS", "getppid1,page_fault1,mmap1,open1,context_switch1,dup1").split(",")
@@ -37,13 +39,13 @@ def measure(store: Path, trials: str) -> tuple[int, float]:
 
 def decisions(db: Store, run_id: int) -> dict[tuple[str, str], tuple[str, float | None, int]]:
     """(test, variant) → (differ/no difference, max-cores/1-core ratio, trials at max cores)."""
-    by_point = samples(db.points(run_id, with_samples=False))
+    by_point = counted_by_point(db.points(run_id, with_samples=False))
     out = {}
-    for (_, test, variant, cores), values in by_point.items():
-        if cores == 1:
+    for key, values in by_point.items():
+        if key.cores == 1:
             continue
-        d = decide(("micro", test, variant, cores), by_point.get(("micro", test, variant, 1), []), values, 0.0)
-        out[(test, variant)] = ("differ" if d.state == "differ" else "no difference", d.ratio, len(values))
+        d = decide(key, by_point.get(dataclasses.replace(key, cores=1), []), values, 0.0)
+        out[(key.test, key.variant)] = ("differ" if d.state == State.DIFFER else "no difference", d.ratio, len(values))
     return out
 
 

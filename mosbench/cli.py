@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import os
 import shlex
-import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -25,11 +26,12 @@ from mosbench.machine import lock as machine_lock
 from mosbench.machine import placement as placing
 from mosbench.machine.isolation import ISOLATIONS
 from mosbench.report import table
-from mosbench.run import plan as plan_mod
 from mosbench.run import profiler as profile
 from mosbench.store import db as store
 from mosbench.workloads import registry
-from mosbench.workloads.base import test_name
+
+if TYPE_CHECKING:
+    from mosbench.run.start import Request  # imported where used: `list` stays fast
 
 
 class PipeSafe(io.TextIOBase):
@@ -176,38 +178,27 @@ def run(selections, cores, variants, trials_spec, precision, duration, warmup, i
         clients, server_address, ssh_config, profiling, label, resume_ref, max_interference, retry_interfered,
         no_wait, store_url) -> None:
     """Run SELECTIONS (workload or workload/test) over core counts, storing every point."""
-    # The client options are the server workloads' parameters: stored with the plan, so --resume has them.
-    for name, value in (("client_hosts", clients), ("server_address", server_address), ("ssh_config", ssh_config)):
-        if value:
-            params = (*params, f"{name}={Path(value).resolve() if name == 'ssh_config' else value}")
     from mosbench.run import start
     from mosbench.run.sweep import Sweep  # the sweep pulls in rich's live display; keep `list` fast
 
     _recover()
     topo = topology.read()
-    command = shlex.join(["mosbench", *sys.argv[1:]])
     if resume_ref:
         if selections:
             raise UserError("--resume takes its plan from the stored run; give no workloads with it")
         db = store.Store(store_url)
         previous, the_plan = start.stored_plan(db, resume_ref, topo)
     else:
-        trials, trials_max = plan_mod.parse_trials(trials_spec)
-        if precision is not None and not trials_max:
-            raise UserError("--precision is the target of --trials auto; give --trials auto with it")
-        the_plan = start.new_plan(start.Request(
-            list(selections), cores, variants, trials, warmup, duration, interval, placement, isolation,
-            list(params), profiling, max_interference / 100, retry_interfered, trials_max,
-            (precision if precision is not None else 2.0) / 100), topo)
+        the_plan = start.new_plan(_request(click.get_current_context().params), topo)
     # A run that refuses to wait (--no-wait) has made nothing, not even a new store.
-    with machine_lock.held(command, wait=not no_wait, waiting=_say_waiting) as lock:
+    with _measuring(no_wait) as lock:
         if resume_ref:
             run_id, skip = start.reopen(db, previous)
         else:
             db = store.Store(store_url)
-            run_id, skip = start.create(db, the_plan, topo, command, label), set()
+            run_id, skip = start.create(db, the_plan, topo, _command_line(), label), set()
         lock.note(run_id, db.shown_url)
-        left = [k for k in the_plan.points() if (k.workload, k.test, k.variant, k.cores, k.trial) not in skip]
+        left = [k for k in the_plan.points() if k not in skip]
         most = ""
         if the_plan.auto:
             most = (f", up to {the_plan.seconds(left) * the_plan.trials_max / the_plan.trials / 60:.1f} min "
@@ -228,6 +219,34 @@ def run(selections, cores, variants, trials_spec, precision, duration, warmup, i
                   f"{interfered}. See `mosbench show {run_id}` and `mosbench report {run_id}`.")
     if outcome.failed:
         sys.exit(EXIT_POINTS_FAILED)
+
+
+def _request(options: dict[str, Any]) -> Request:
+    """`mosbench run`'s options (its click parameters) as the run they ask for."""
+    from mosbench.run import start
+
+    params = list(options["params"])
+    # The client options are the server workloads' parameters: stored with the plan, so --resume has them.
+    for name, option in (("client_hosts", "clients"), ("server_address", "server_address"),
+                         ("ssh_config", "ssh_config")):
+        if value := options[option]:
+            params.append(f"{name}={Path(value).resolve() if name == 'ssh_config' else value}")
+    trials, trials_max, precision = start.trials(options["trials_spec"], options["precision"])
+    return start.Request(
+        selections=list(options["selections"]), cores=options["cores"], variants=options["variants"], trials=trials,
+        warmup=options["warmup"], duration=options["duration"], interval=options["interval"],
+        placement=options["placement"], isolation=options["isolation"], params=params, profiling=options["profiling"],
+        max_interference=options["max_interference"] / 100, retry_interfered=options["retry_interfered"],
+        trials_max=trials_max, precision=precision)
+
+
+def _command_line() -> str:
+    return shlex.join(["mosbench", *sys.argv[1:]])
+
+
+def _measuring(no_wait: bool) -> contextlib.AbstractContextManager[machine_lock.MachineLock]:
+    """The machine lock, held while a command measures: waited for (saying who holds it) unless --no-wait."""
+    return machine_lock.held(_command_line(), wait=not no_wait, waiting=_say_waiting)
 
 
 def _say_waiting(holder: machine_lock.Holder | None) -> None:
@@ -286,9 +305,9 @@ def show(run_ref, wide, store_url) -> None:
     (80 in a pipe), every column with --wide."""
     _recover()
     db = store.Store(store_url)
-    from mosbench.analysis import commute, verdict
-    from mosbench.report import commute as commute_report
-    from mosbench.report import rows
+    from mosbench.analysis import verdict
+    from mosbench.report import history as history_report
+    from mosbench.report import rows, sections
 
     r = db.run(run_ref)
     pts = db.points(r["id"], with_profiles=True, with_samples=False)
@@ -299,26 +318,19 @@ def show(run_ref, wide, store_url) -> None:
                   soft_wrap=False)
     if banner := rows.interference_banner(series):
         console.print(f"⚠ {banner}", style="red", markup=False, highlight=False, soft_wrap=False)
-    curves = [s for s in series if s.workload != commute.WORKLOAD]
-    shown = list(table.series_tables(curves, wide))
     found_profiles = profiles.by_series(pts)
-    if found := commute.results(series):
-        shown += [table.render(commute_report.situations_table(found), wide),
-                  table.render(commute_report.not_scaling_table(series, found, found_profiles), wide)]
-    for t in shown:
-        console.print(t, crop=False)
-    from mosbench.report import webmethod
-    for s, steps, judged in webmethod.baselines(curves):
-        console.print(table.render(webmethod.baseline_table(f"{s.name} ({s.variant})", steps, judged, s.unit), wide),
-                      crop=False)
-        console.print(judged.text(s.workload), style=None if judged.valid else "red", markup=False,
-                      highlight=False, soft_wrap=False)
-    if qos := webmethod.qos_table(curves):
-        console.print(table.render(qos, wide), crop=False)
-    console.print(table.summary_table(curves, wide), crop=False)
-    advice = verdict.profile_advice(r["environment"])
-    console.print(table.render(rows.verdict_table(verdict.judge_all(curves, found_profiles, advice)), wide),
-                  crop=False)
+    run = sections.RunSeries(f"#{r['id']}", series, found_profiles, r["environment"].get("kernel", ""))
+    view = sections.View(series, found_profiles, (run,), verdict.profile_advice(r["environment"]),
+                         history_report.of_run(db, r))
+    for section in sections.for_terminal(sections.build(view)):
+        if section.headed:
+            console.print(Text(section.title, style="bold"), soft_wrap=False)
+        for item in section.items():
+            if isinstance(item, sections.Line):
+                console.print(item.text, style=None if item.holds else "red", markup=False, highlight=False,
+                              soft_wrap=False)
+            else:
+                console.print(table.render(item, wide), crop=False)
 
 
 def _check_writable(output: Path) -> None:
@@ -382,18 +394,10 @@ def compare(run_refs, include_interfered, fail_on, as_json, wide, store_url) -> 
     _print_comparison(out, found, series, wide)
     if fail_on is None:
         return
-    if not regressed:
-        out.print(f"no point is significantly slower than the baseline by more than {fail_on:g}%", markup=False)
-        return
-    for label, c in regressed:
-        name = test_name(c.workload, c.test)
-        # A line each, however long: for grep.
-        out.print(f"REGRESSION {label}: {name} {c.variant} at {c.cores} cores: {c.ratio:.3f}× the baseline "
-                  f"[{c.low:.3f}, {c.high:.3f}], p {rows.p_value(c.p)}", markup=False, highlight=False,
-                  soft_wrap=True)
-    out.print(f"{len(regressed)} point{'s' if len(regressed) != 1 else ''} significantly slower than the baseline "
-              f"by more than {fail_on:g}%", markup=False)
-    sys.exit(1)
+    for line in rows.regression_lines(regressed, fail_on):
+        out.print(line, markup=False, highlight=False, soft_wrap=True)  # a line each, however long: for grep
+    if regressed:
+        sys.exit(1)
 
 
 def _comparison(db: store.Store, runs: list[dict], include_interfered: bool = False):
@@ -483,7 +487,7 @@ def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, as_json, wide, store_ur
     measured cores and, from four core counts, the largest held out and predicted; with --s and --c,
     the model is drawn from them alone.
     """
-    from mosbench.analysis import lockmodel, models
+    from mosbench.analysis import lockmodel
     from mosbench.report import rows
 
     if (s_ns is None) != (c_ns is None):
@@ -491,19 +495,11 @@ def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, as_json, wide, store_ur
     if s_ns is not None:
         from mosbench.workloads.scale import PAR_NS
 
-        a = a_ns or float(PAR_NS)
-        fits = {kind: lockmodel.Fit(lockmodel.LockParams(a, s_ns, c_ns, kind), (), (), 0.0, "given")
-                for kind in ("ticket", "scalable")}
+        fits = lockmodel.given(a_ns or float(PAR_NS), s_ns, c_ns)
     else:
         db = store.Store(store_url)
         r = db.run(run_ref or "latest")
-        series = [x for x in analysis.build_series(db.points(r["id"]))
-                  if any(m.name == "lock" for m in analysis.own_models(x))]
-        params = dict(r["plan"]["params"].get(series[0].workload, {})) if series else {}
-        if a_ns:
-            params["par_ns"] = a_ns
-        # The workload's own model, so this command and the report fit the same way.
-        fits = {x.variant: f for x in series if (f := models.own_fits(x, params).get("lock")) is not None}
+        fits = lockmodel.fit_run(analysis.build_series(db.points(r["id"])), r["plan"]["params"], a_ns)
         if not fits:
             raise UserError(f"run {r['id']} has no measured scale/lock points to fit "
                             "(run `mosbench run scale/lock` or give --s and --c)")
@@ -594,15 +590,16 @@ def doctor(clients, server_address, ssh_config) -> None:
     rows = list(checks.checks())
     if clients:
         from mosbench import native
-        from mosbench.workloads.server import remote
+        from mosbench.workloads.postgres.pgbench import check_version
+        from mosbench.workloads.server.clientdoctor import GENERATORS, doctor_rows
+        from mosbench.workloads.server.hosts import parse_clients
 
-        hosts = remote.parse_clients(clients)
+        hosts = parse_clients(clients)
         if not server_address:
             raise UserError("doctor --clients needs --server-address: the address the hosts reach this machine at")
-        binaries = [native.binary(n) for n in ("mosbench-memload", "mosbench-httpload")]
         rows += checks.server_nic_rows(server_address)
-        rows += remote.doctor_rows(hosts, str(Path(ssh_config).resolve()) if ssh_config else "", server_address,
-                                   binaries)
+        rows += doctor_rows(hosts, str(Path(ssh_config).resolve()) if ssh_config else "", server_address,
+                            [native.binary(n) for n in GENERATORS], {"pgbench": check_version})
     t = Table(show_header=False)
     for what, finding, ok in rows:
         # What the machine says is text, not markup: sysfs writes "[madvise]" for the chosen THP mode.
@@ -655,7 +652,7 @@ def vm(shape, nodes, memory_mb, cgroup_version, suite, kernel_spec, timeout_min,
     limit_s = 60 * (timeout_min or (240 if suite == "full" else 20))
 
     # The guest's vCPUs are this machine's CPUs: no other run may measure while it boots and sweeps.
-    with machine_lock.held(shlex.join(["mosbench", *sys.argv[1:]]), wait=not no_wait, waiting=_say_waiting):
+    with _measuring(no_wait):
         console.print(f"guest: {want.describe()}, cgroup v{guest.cgroup_version}, "
                       f"{'KVM' if guest.kvm else 'emulated (TCG)'}, kernel {guest.kernel.name}; "
                       f"{'suite ' + suite if suite else shlex.join(checked or [])}, "
@@ -691,19 +688,17 @@ _GUEST_OWNS = ("--store", "--resume", "--label", "--no-wait")
 
 def _checked_run_args(args: tuple[str, ...]) -> list[str]:
     """`mosbench run`'s selections and options for a guest, checked here, before any guest boots, as
-    `run` would check them (core counts are the guest's, checked there)."""
+    `run` checks them (start.check: what this machine must hold, core counts included, is the guest's)."""
+    from mosbench.run import start
+
     for a in args:
         if a.split("=")[0] in _GUEST_OWNS:
             raise UserError(f"{a.split('=')[0]} is set by mosbench for each guest's run; leave it out")
     with run.make_context("run", list(args)) as ctx:
-        p = ctx.params
-    if not p["selections"]:
+        options = ctx.params
+    if not options["selections"]:
         raise UserError("name what to measure in the guest, e.g. micro/getppid1 --cores 1,2")
-    chosen = plan_mod.resolve_selections(list(p["selections"]))
-    plan_mod.resolve_variants(chosen, p["variants"])
-    plan_mod.resolve_params(chosen, list(p["params"]))
-    plan_mod.parse_trials(p["trials_spec"])
-    plan_mod.resolve_profile(chosen, p["profiling"])
+    start.check(_request(options))
     return list(args)
 
 
@@ -775,7 +770,7 @@ def ab(kernel_specs, shape, first_rounds, max_rounds, precision, boot_timeout_mi
     want = _guest_shape(shape)
     db = store.Store(store_url)
     booter = _booter(db, want, checked, boot_timeout_min)
-    with machine_lock.held(shlex.join(["mosbench", *sys.argv[1:]]), wait=not no_wait, waiting=_say_waiting):
+    with _measuring(no_wait):
         _say(f"A: {a.describe()}; B: {b.describe()}; guest {want.describe()}, "
              f"{first_rounds} to {max_rounds} boots of about {booter.timeout_s / 60:.0f} min at most each")
         outcome = ab_rounds.run(booter, a, b, first_rounds, max_rounds, precision / 100, _say)
@@ -795,11 +790,13 @@ def ab(kernel_specs, shape, first_rounds, max_rounds, precision, boot_timeout_mi
 
 
 def _print_decisions(out: Console, decisions, rounds: int, max_rounds: int) -> None:
-    counts = {s: sum(d.state == s for d in decisions) for s in ("differ", "same", "unsure")}
-    how = ("every point decided" if not counts["unsure"] else
-           f"the budget ended ({max_rounds} boots) with {counts['unsure']} point(s) undecided")
-    out.print(f"after {rounds} boots, {how}: {counts['differ']} differ, {counts['same']} the same, "
-              f"{counts['unsure']} undecided", markup=False)
+    from mosbench.analysis.decide import State
+
+    counts = {s: sum(d.state == s for d in decisions) for s in State}
+    how = ("every point decided" if not counts[State.UNSURE] else
+           f"the budget ended ({max_rounds} boots) with {counts[State.UNSURE]} point(s) undecided")
+    out.print(f"after {rounds} boots, {how}: {counts[State.DIFFER]} differ, {counts[State.SAME]} the same, "
+              f"{counts[State.UNSURE]} undecided", markup=False)
     for d in decisions:
         out.print(f"  {d.state.upper():7} {d.name}: B/A {d.text()}", markup=False, highlight=False)
 
@@ -807,14 +804,14 @@ def _print_decisions(out: Console, decisions, rounds: int, max_rounds: int) -> N
 def _print_grown(out: Console, db: store.Store, outcome) -> None:
     """Where A and B differ and both were profiled (--profile), what grew: the lock functions among it
     say the difference is in the locks."""
-    from mosbench.analysis import profiles
+    from mosbench.analysis.decide import State
 
     by_side = [profiles.by_series(db.points(r, with_profiles=True, with_samples=False)) for r in outcome.merged]
     for d in outcome.decisions:
-        if d.state != "differ":
+        if d.state != State.DIFFER:
             continue
-        w, t, v, n = d.point
-        pa, pb = (side.get((w, t, v), {}).get(n) for side in by_side)
+        k = d.point
+        pa, pb = (side.get((k.workload, k.test, k.variant), {}).get(k.cores) for side in by_side)
         if pa is None or pb is None:
             continue
         grown = [g for g in profiles.growth(pa, pb, top=6) if abs(g.change_us) > 0]
@@ -842,33 +839,23 @@ def bisect(tree, good, bad, work, step_rounds, jobs, shape, first_rounds, max_ro
     virtme-ng's configuration, booted, measured and called good, bad or skip by Welch's test against
     both ends."""
     from mosbench.guest import bisect as bisecting
+    from mosbench.report import rows
 
     _recover()
     checked = _checked_run_args(run_args)
     good_id, bad_id = bisecting.resolve_revisions(tree, good, bad)
-    for tool in ("make", "gcc", "flex", "bison", "bc"):
-        if not shutil.which(tool):
-            raise UserError(f"building kernels needs {tool} (scripts/install-deps installs the build tools)")
+    bisecting.check_build_tools()
     want = _guest_shape(shape)
     db = store.Store(store_url)
     booter = _booter(db, want, checked, boot_timeout_min)
     builder = bisecting.Builder(tree, work or bisecting.default_work(tree), jobs or len(os.sched_getaffinity(0)))
-    with machine_lock.held(shlex.join(["mosbench", *sys.argv[1:]]), wait=not no_wait, waiting=_say_waiting):
+    with _measuring(no_wait):
         _say(f"bisecting {good_id[:12]}..{bad_id[:12]} of {tree} in {builder.work}; guest {want.describe()}")
         outcome = bisecting.run(booter, builder, good_id, bad_id, first_rounds, max_rounds, step_rounds,
                                 precision / 100, _say)
     out = _table_console()
     _print_decisions(out, outcome.ends.decisions, outcome.ends.rounds, max_rounds)
-    t = Table(title="bisection: each step against both ends", title_justify="left")
-    for col in ("commit", "subject", "verdict", "boots", "candidate/good", "p vs good", "p vs bad"):
-        t.add_column(col)
-    for s in outcome.steps:
-        g = s.against_good[0] if s.against_good else None
-        b = s.against_bad[0] if s.against_bad else None
-        t.add_row(s.commit[:12], s.subject, s.verdict, str(len(s.runs)),
-                  f"{g.ratio:.3f}" if g and g.ratio else "–", f"{g.p:.2g}" if g and g.p is not None else "–",
-                  f"{b.p:.2g}" if b and b.p is not None else "–")
-    out.print(t)
+    out.print(table.render(rows.bisect_table(outcome.steps)), crop=False)
     builds = builder.build_seconds
     out.print(f"{len(builds)} builds ({', '.join(f'{x / 60:.1f}' for x in builds)} min), {booter.boots} boots "
               f"(median {sorted(booter.boot_seconds)[len(booter.boot_seconds) // 2] / 60:.1f} min each)", markup=False)
@@ -877,6 +864,70 @@ def bisect(tree, good, bad, work, step_rounds, jobs, shape, first_rounds, max_ro
     else:
         out.print(f"no single first bad commit: {outcome.message}", markup=False)
         sys.exit(EXIT_POINTS_FAILED)
+
+
+@cli.command()
+@click.argument("selections", nargs=-1)
+@click.option("--host", default=None, help="The machine (its hostname) where the store holds several "
+                                           "(default: the newest run's).")
+@click.option("--order", type=click.Choice(["time", "kernel", "commit"]), default="time", show_default=True,
+              help="The runs in time order, kernel version order, or the commit order of --tree.")
+@click.option("--tree", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="The kernel git tree (only read) for --order commit and --bisect.")
+@click.option("--fail-on-change", "fail_on", type=float, default=None, metavar="PCT",
+              help="A gate: exit 1 when the newest run begins a significant change worse than PCT percent "
+                   "(0 otherwise, 2 for errors).")
+@click.option("--json", "as_json", is_flag=True, help="The series and the changes as JSON on stdout.")
+@click.option("--bisect", "then_bisect", is_flag=True,
+              help="Then bisect the newest change whose two sides carry kernel commits, between them, for "
+                   "the points that moved (mosbench bisect; needs --tree).")
+@wide_option
+@store_option
+@click.pass_context
+def history(ctx, selections, host, order, tree, fail_on, as_json, then_bisect, wide, store_url) -> None:
+    """A machine's runs as one series per point (SELECTIONS: workload or workload/test; all by default),
+    in time, kernel-version or commit order: per test, per-core throughput at one core and the most cores
+    over the runs, and the changes found in them (PELT candidates kept where Welch's test, corrected over
+    all candidates, says the two sides differ), each with its kind, what moved with it and what differed."""
+    import json
+
+    from mosbench.analysis import history as hist
+    from mosbench.report import history as history_report
+
+    if fail_on is not None and not 0 <= fail_on < 100:
+        raise UserError(f"--fail-on-change takes a percentage from 0 up to 100, not {fail_on:g}")
+    if then_bisect and tree is None:
+        raise UserError("--bisect needs the kernel tree the runs' commits come from: --tree DIR")
+    db = store.Store(store_url)
+    found = hist.build(db.list_runs(), db.history_points, list(selections), host, hist.Order(order), tree)
+    worse = found.worse_than(fail_on) if fail_on is not None else []
+    if as_json:
+        click.echo(json.dumps(history_report.as_json(found, fail_on), indent=1))
+        sys.exit(1 if worse else 0)
+    out = _table_console()
+    for model in (history_report.series_table(found), history_report.shifts_table(found)):
+        out.print(table.render(model, wide), crop=False)
+    for line in history_report.summary_lines(found):
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
+    if fail_on is not None:
+        for shift in worse:
+            change = min(shift.changes, key=lambda c: c.difference.ratio)
+            out.print(f"CHANGE at the newest run {found.runs[-1].name}: {shift.key.name} at {change.cores} cores "
+                      f"{change.difference.ratio:.3f}× the level before, p adj. "
+                      f"{change.p_adjusted:.2g}", markup=False, highlight=False, soft_wrap=True)
+        if not worse:
+            out.print(f"the newest run begins no significant change worse than {fail_on:g}%", markup=False)
+    if then_bisect:
+        target = hist.bisect_target(found)
+        if target is None:
+            raise UserError("no change has kernel commits recorded on both sides (mosbench run --commit REV "
+                            "records one; vm, ab and bisect record the tree's)")
+        _say(f"bisecting {target.good[:12]}..{target.bad[:12]} for {' '.join(target.selections)} "
+             f"at {target.cores} cores")
+        ctx.invoke(bisect, tree=tree, good=target.good, bad=target.bad,
+                   run_args=(*target.selections, "--cores", target.cores), store_url=store_url)
+    if worse:
+        sys.exit(1)
 
 
 def main() -> None:

@@ -53,6 +53,27 @@ def test_workload_errors(tmp_path, args, message):
     _refused(tmp_path, args, message)
 
 
+# Each fails fast on a kernel or tree that does not exist where the check it follows is missing: never a boot.
+GUEST_COMMANDS = [["vm", "--kernel", "nosuch-k"], ["ab", "--kernel", "nosuch-a", "--kernel", "nosuch-b"],
+                  ["bisect", "--tree", "/", "--good", "a", "--bad", "b"]]
+
+
+@needs_native
+@pytest.mark.parametrize("command", GUEST_COMMANDS, ids=lambda c: c[0])
+@pytest.mark.parametrize("selection,param,message", [
+    ("scale/lock", "cs_ns=-1", "scale needs cs_ns >= 0 (got -1)"),
+    ("postgres/read-only", "rows=0", "postgres rows must be 1.."),
+    ("micro/open1", "fsdir=/nonexistent", "micro fsdir /nonexistent is not a directory"),
+])
+def test_a_guest_s_run_is_checked_as_run_checks_it_before_any_kernel_or_guest(tmp_path, command, selection, param,
+                                                                              message):
+    """A workload's own parameter checks (start.check, as `run` makes them) refuse before a kernel is looked
+    for, a tree read or a guest booted: the kernels and the tree named here do not exist."""
+    if not _available(selection.split("/")[0]):
+        pytest.skip(f"{selection} is not available here")
+    assert message in refused(tmp_path, *command, selection, "-p", param)
+
+
 def test_bad_store_url():
     r = mosbench("runs", "--store", "nosuchdb://nowhere")
     assert r.returncode == 2 and "Traceback" not in r.stderr

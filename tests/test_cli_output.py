@@ -39,8 +39,8 @@ def test_list_takes_several_workloads_and_refuses_an_unknown_one_alone():
     r = mosbench("list", "apache", "nosuch")
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.strip().splitlines() == [
-        "mosbench: unknown workload 'nosuch' (known: apache, commute, exim, gmake, memcached, metis, micro, postgres, "
-        "psearchy, scale)"]
+        "mosbench: unknown workload 'nosuch' (known: apache, commute, exim, fxmark, gmake, memcached, metis, micro, "
+        "postgres, psearchy, scale)"]
 
 
 @needs_native

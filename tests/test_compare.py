@@ -56,7 +56,7 @@ def test_same_distribution_is_rarely_flagged(seed):
 
 def test_one_trial_is_untested_and_missing_points_are_named():
     found = compare.changes(_series({1: [100], 2: [90, 91]}), _series({1: [120], 4: [50, 51]}))
-    by_cores = {c.cores: c for c in found}
+    by_cores = {c.point.cores: c for c in found}
     assert by_cores[1].p is None and by_cores[1].verdict.startswith("untested: 1 trial")
     assert by_cores[1].ratio == pytest.approx(1.2) and not by_cores[1].significant
     assert by_cores[2].verdict == "not measured in the other run"
@@ -203,3 +203,26 @@ def test_runs_sharing_some_points_are_compared_on_those_with_one_line_for_the_re
     assert changes.column("cores") == ["2"]
     assert changes.note == ("Measured in one run only, not compared: a: 1 point (micro/getppid1); "
                             "b: 1 point (micro/getppid1)")
+
+
+def test_the_trials_that_count_are_the_cell_s_for_every_reader():
+    """compare, ab's and bisect's decisions and --trials auto count the same trials (Cell.counted): ok ones
+    not interfered with; a point with none is no point to decide on."""
+    from mosbench.analysis.cells import PointKey, counted_by_point
+
+    pts = [_point(cores=2, trial=1, status="failed", reason="boom", throughput=None, work=None),
+           _point(cores=1, trial=1, throughput=100, work=100, interfered=True),
+           _point(cores=2, trial=2, throughput=180, work=180),
+           _point(cores=1, trial=2, throughput=90, work=90),
+           _point(cores=4, trial=1, throughput=400, work=400, interfered=True)]
+    (s,) = build_series(pts)
+    assert s.cells[1].counted() == [90.0] and s.cells[1].counted(include_interfered=True) == [100.0, 90.0]
+    assert s.cells[2].counted() == [90.0] and s.cells[4].counted() == []
+
+    def key(n):
+        return PointKey("micro", "getppid1", "procs", n)
+
+    assert list(counted_by_point(pts).items()) == [(key(2), [90.0]), (key(1), [90.0])]  # in the order measured
+    found = {c.point: c for c in compare.changes([s], [s])}
+    assert found[key(1)].base == (90.0,) and "2 interfered trials left out" in found[key(1)].note  # one a side
+    assert found[key(4)].verdict == "interfered (--include-interfered compares it) in the baseline"

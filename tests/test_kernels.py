@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from mosbench.analysis.decide import decide
+from mosbench.analysis.cells import PointKey
+from mosbench.analysis.decide import State, decide
 from mosbench.errors import UserError
 from mosbench.guest import ab, bisect, kernels
 from mosbench.guest.kernels import Kernel
+from mosbench.report import rows
 from mosbench.store.db import Store, now
 
 NINE_P = "kernel/fs/9p/9p.ko"
@@ -162,11 +164,22 @@ def test_config_differences_put_preemption_first(tmp_path):
 
 
 def test_decisions():
-    k = ("micro", "getppid1", "procs", 2)
-    assert decide(k, [100, 101, 99, 100], [80, 81, 79, 80], 0.02).state == "differ"
-    assert decide(k, [100, 100.2, 99.9, 100.1], [100, 100.1, 99.8, 100.2], 0.02).state == "same"
-    assert decide(k, [100, 110, 90], [100, 112, 95], 0.02).state == "unsure"
-    assert decide(k, [100], [], 0.02).state == "unsure"
+    k = PointKey("micro", "getppid1", "procs", 2)
+    assert decide(k, [100, 101, 99, 100], [80, 81, 79, 80], 0.02).state == State.DIFFER
+    assert decide(k, [100, 100.2, 99.9, 100.1], [100, 100.1, 99.8, 100.2], 0.02).state == State.SAME
+    assert decide(k, [100, 110, 90], [100, 112, 95], 0.02).state == State.UNSURE
+    assert decide(k, [100], [], 0.02).state == State.UNSURE
+    assert decide(k, [100], [], 0.02).name == "micro/getppid1 procs at 2 cores"
+
+
+def test_a_candidate_is_judged_against_both_ends():
+    k = PointKey("micro", "getppid1", "procs", 2)
+    good, bad = {k: [100, 101, 99, 100]}, {k: [80, 81, 79, 80]}
+    assert bisect.classify([k], good, bad, {k: [80.5, 80, 79.5, 81]}, 0.02).verdict == bisect.Verdict.BAD
+    assert bisect.classify([k], good, bad, {k: [100.5, 100, 99.5, 101]}, 0.02).verdict == bisect.Verdict.GOOD
+    between = bisect.classify([k], good, bad, {k: [90, 91, 89, 90]}, 0.02)
+    assert between.verdict is None and between.why.startswith("between the ends: micro/getppid1 procs at 2 cores")
+    assert [d.state for d in (*between.against_good, *between.against_bad)] == [State.DIFFER, State.DIFFER]
 
 
 def test_rounds_alternate_a_b_b_a():
@@ -191,7 +204,7 @@ class FakeBooter(ab.Booter):
         for trial in range(1, self.trials + 1):
             self.db.add_point(run_id, workload="micro", test="getppid1", variant="procs", cores=2, trial=trial,
                               started_at=now(), cpus="0-1", unit="op", status="ok", throughput=2 * self.rate(kernel),
-                              work=1.0, interfered=False)
+                              work=1.0, user_s=0.5, system_s=1.5, idle_s=0.0, interfered=False)
         self.db.finish_run(run_id, "complete")
         return run_id
 
@@ -265,6 +278,10 @@ def test_bisection_names_the_commit_and_leaves_the_user_s_tree_alone(history, tm
     assert out.first_bad == commits[3]
     assert {s.verdict for s in out.steps} <= {"good", "bad"}
     assert all(len(s.runs) == 2 for s in out.steps)  # decided on the first two boots
+    steps = rows.bisect_table(out.steps)
+    assert steps.column("commit") == [s.commit[:12] for s in out.steps]
+    assert steps.column("verdict") == [str(s.verdict) for s in out.steps]
+    assert steps.column("boots") == ["2"] * len(out.steps)
     assert (_git(repo, "status", "--porcelain"), _git(repo, "for-each-ref"), _git(repo, "rev-parse", "HEAD")) == before
     assert not (repo / ".git" / "BISECT_LOG").exists()
     assert not (builder.src / ".git" / "BISECT_LOG").exists()  # the clone's bisection is reset too

@@ -121,3 +121,27 @@ def test_a_runs_lock_series_fit_fast():
         f.band(core_axis(256))
         f.peak_interval(256)
     assert time.perf_counter() - start < 3.0
+
+
+def test_model_lock_fits_a_run_as_the_report_does():
+    """`mosbench model lock RUN` (fit_run) and the report (models.own_fits) fit one way; --a raises a's floor."""
+    from mosbench.analysis import lockmodel, models
+    from mosbench.analysis.cells import build_series
+    from tests.test_store import _point
+
+    truth = {"stock": LockParams(9800, 250, 40, "ticket"), "scalable": LockParams(9800, 250, 40, "scalable")}
+    rng = np.random.default_rng(5)
+    points = [_point(workload="scale", test="lock", variant=v, cores=n, trial=t,
+                     throughput=p.throughput(n) * rng.uniform(0.99, 1.01), work=1000.0)
+              for v, p in (*truth.items(), ("mutex", truth["stock"])) for n in (1, 2, 4, 8, 16) for t in (1, 2)]
+    series = build_series(points)
+    params = {"cs_ns": 200, "par_ns": 9800}
+    for a_min, as_run in ((None, params), (9950.0, {**params, "par_ns": 9950.0})):
+        fitted = lockmodel.fit_run(series, {"scale": params}, a_min)
+        assert set(fitted) == {"stock", "scalable"}  # the mutex is no lock the model knows
+        for s in series:
+            if s.variant in fitted:
+                assert fitted[s.variant].params == models.own_fits(s, as_run)["lock"].params
+        assert all(f.params.a >= (a_min or 9800) for f in fitted.values())
+    given = lockmodel.given(9800, 200, 30)
+    assert {k: f.params for k, f in given.items()} == {k: LockParams(9800, 200, 30, k) for k in ("ticket", "scalable")}

@@ -55,3 +55,15 @@ def test_a_complete_run_is_not_resumed(tmp_path):
     db.finish_run(1, "complete")
     with pytest.raises(UserError, match="already complete"):
         start.stored_plan(db, "latest", topology.read())
+
+
+def test_reopening_skips_the_trials_the_run_has(tmp_path):
+    """The store's rows come back as the plan's own keys, so the sweep measures exactly the rest."""
+    from tests.test_store import _point
+
+    db = stored_run(tmp_path / "s.sqlite", cores=[1, 2])
+    db.add_point(1, **_point(cores=2, status="failed", reason="boom", throughput=None, work=None))
+    previous, the_plan = db.run("latest"), Plan.from_json(db.run("latest")["plan"])
+    run_id, skip = start.reopen(db, previous)
+    assert run_id == 1 and db.run(1)["status"] == "running"
+    assert [(k.cores, k.trial) for k in the_plan.points() if k not in skip] == [(1, 1)]

@@ -65,8 +65,9 @@ def test_auto_measures_in_rounds_across_the_sweep():
 
 
 def _row(test, cores, trial, throughput, status="ok", interfered=False):
-    return dict(workload="scale", test=test, variant="stock", cores=cores, trial=trial, status=status,
-                throughput=throughput, interfered=interfered)
+    return dict(workload="scale", test=test, variant="stock", cores=cores, trial=trial, status=status, cpus="0",
+                throughput=throughput, work=throughput, user_s=0.5, system_s=0.5, idle_s=0.0,
+                interfered=interfered)
 
 
 def test_next_round_is_the_unsure_points_next_trial():

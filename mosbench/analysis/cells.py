@@ -19,6 +19,29 @@ from mosbench.workloads.base import MetricColumn, MetricFigure, ModelSpec, Point
 
 
 @dataclass(frozen=True)
+class PointKey:
+    """A point: what a run measures of a workload's test and variant at one core count. Its trials are a
+    cell's; a comparison matches points and a decision judges one (a trial of one is run/plan's TrialKey)."""
+
+    workload: str
+    test: str
+    variant: str  # the workload's name for it, without a compared run's label
+    cores: int
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> PointKey:
+        """A stored point's."""
+        return cls(row["workload"], row["test"], row["variant"], row["cores"])
+
+    @property
+    def name(self) -> str:
+        return test_name(self.workload, self.test)
+
+    def text(self) -> str:
+        return f"{self.name} {self.variant} at {self.cores} cores"
+
+
+@dataclass(frozen=True)
 class Trial:
     """One ok trial of a point as the report reads it. CPU times are µs per unit of work; shares are of
     the measured CPUs' time (busy + idle + steal = 1)."""
@@ -57,10 +80,16 @@ class Cell:
         """Every ok trial's work/s/core."""
         return [t.per_core for t in self.trials]
 
+    def counted(self, include_interfered: bool = False) -> list[float]:
+        """The per-core throughputs a mean, its interval or a test rests on: every ok trial's (the only ones a
+        cell holds), an interfered one's only where asked: a trial that shared its CPUs with another program
+        measured that program too."""
+        return [t.per_core for t in self.trials if include_interfered or not t.interfered]
+
     @property
     def half_width(self) -> float | None:
-        """The 95% interval of the mean per-core throughput, ± this share of it (uninterfered trials)."""
-        return relative_half_width([t.per_core for t in self.trials if not t.interfered])
+        """The 95% interval of the mean per-core throughput, ± this share of it (the trials that count)."""
+        return relative_half_width(self.counted())
 
     @property
     def best_trial(self) -> Trial | None:
@@ -99,6 +128,9 @@ class Series:
     @property
     def name(self) -> str:
         return test_name(self.workload, self.test)
+
+    def point(self, cores: int) -> PointKey:
+        return PointKey(self.workload, self.test, base_variant(self.variant), cores)
 
     def ok_cells(self) -> list[Cell]:
         return [c for _, c in sorted(self.cells.items()) if c.best is not None]
@@ -175,6 +207,18 @@ def build_series(points: list[dict[str, Any]], run_label: str | None = None) -> 
             metrics=p.get("metrics") or {},
         ))
     return list(by_key.values())
+
+
+def by_point(series: list[Series]) -> dict[PointKey, Cell]:
+    """Every cell of these series under its point."""
+    return {s.point(c.cores): c for s in series for c in s.cells.values()}
+
+
+def counted_by_point(points: list[dict[str, Any]]) -> dict[PointKey, list[float]]:
+    """Stored points' per-core throughputs that count (Cell.counted), by point in the order first measured;
+    a point none of whose trials counts is left out."""
+    cells = by_point(build_series(points))
+    return {k: values for k in dict.fromkeys(map(PointKey.of, points)) if (values := cells[k].counted())}
 
 
 def variant_rank(s: Series) -> int:

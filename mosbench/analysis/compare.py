@@ -18,8 +18,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from mosbench.analysis.cells import Series
-from mosbench.workloads.base import base_variant, test_name
+from mosbench.analysis.cells import Cell, PointKey, Series, by_point
 
 ALPHA = 0.05
 # What a reader must see first when two runs differ, in this order; everything else after, sorted.
@@ -60,11 +59,8 @@ def environment_differences(environments: list[dict[str, Any]]) -> list[tuple[st
 class Change:
     """One matched point: the baseline's and the other run's per-core throughputs, and the verdict."""
 
-    workload: str
-    test: str
-    variant: str
-    cores: int
-    base: tuple[float, ...]  # per-core throughput of each ok trial
+    point: PointKey
+    base: tuple[float, ...]  # per-core throughput of each trial that counts (Cell.counted)
     other: tuple[float, ...]
     ratio: float | None  # mean(other) / mean(base)
     low: float | None  # its 95% interval
@@ -96,7 +92,8 @@ class Change:
         return self.significant and self.ratio is not None and self.ratio < 1 - percent / 100
 
     def as_json(self) -> dict[str, Any]:
-        return {"workload": self.workload, "test": self.test, "variant": self.variant, "cores": self.cores,
+        k = self.point
+        return {"workload": k.workload, "test": k.test, "variant": k.variant, "cores": k.cores,
                 "base": list(self.base), "other": list(self.other), "ratio": self.ratio, "low": self.low,
                 "high": self.high, "p": self.p, "significant": self.significant, "verdict": self.verdict,
                 "note": self.note}
@@ -124,22 +121,18 @@ def welch(base: list[float], other: list[float]) -> tuple[float, float | None, f
     return ratio, (mb - half) / ma, (mb + half) / ma, p
 
 
-def _usable(cell: Any, include_interfered: bool) -> tuple[tuple[float, ...], int]:
-    """A cell's per-core throughputs that may be compared, and how many interfered trials were left out:
-    a trial that shared its CPUs with another program measured that program too."""
+def _usable(cell: Cell | None, include_interfered: bool) -> tuple[tuple[float, ...], int]:
+    """A cell's per-core throughputs that may be compared, and how many interfered trials were left out."""
     if cell is None:
         return (), 0
-    kept = tuple(t.per_core for t in cell.trials if include_interfered or not t.interfered)
+    kept = tuple(cell.counted(include_interfered))
     return kept, len(cell.trials) - len(kept)
 
 
 def changes(base: list[Series], other: list[Series], include_interfered: bool = False) -> list[Change]:
-    """Every (workload, test, variant, cores) of either run, the baseline's order first; interfered
-    trials are left out unless asked for."""
-    def cells(series: list[Series]) -> dict[tuple[str, str, str, int], Any]:
-        return {(s.workload, s.test, base_variant(s.variant), c.cores): c for s in series for c in s.cells.values()}
-
-    a, b = cells(base), cells(other)
+    """Every point of either run, the baseline's order first; interfered trials are left out unless asked
+    for."""
+    a, b = by_point(base), by_point(other)
     out = []
     for key in [*a, *(k for k in b if k not in a)]:
         ca, cb = a.get(key), b.get(key)
@@ -149,13 +142,13 @@ def changes(base: list[Series], other: list[Series], include_interfered: bool = 
             cell, left = (ca, left_a) if not pa else (cb, left_b)
             why = ("not measured" if cell is None else
                    "interfered (--include-interfered compares it)" if left else "failed")
-            out.append(Change(*key, pa, pb, None, None, None, None, f"{why} in the {missing}"))
+            out.append(Change(key, pa, pb, None, None, None, None, f"{why} in the {missing}"))
             continue
         ratio, low, high, p = welch(list(pa), list(pb))
         notes = [] if p is not None else [f"{min(len(pa), len(pb))} trial: give --trials 2 or more"]
         if left_a or left_b:
             notes.append(f"{left_a + left_b} interfered trial{'s' if left_a + left_b > 1 else ''} left out")
-        out.append(Change(*key, pa, pb, ratio, low, high, p, "; ".join(notes)))
+        out.append(Change(key, pa, pb, ratio, low, high, p, "; ".join(notes)))
     return out
 
 
@@ -185,7 +178,7 @@ class Unmatched:
 def unmatched(found: list[Change], side: str) -> Unmatched:
     """The points of `side` ("baseline" or "other run") that the other side never measured."""
     missing = [c for c in found if c.note == f"not measured in the {'other run' if side == 'baseline' else 'baseline'}"]
-    tests = dict.fromkeys(test_name(c.workload, c.test) for c in missing)
+    tests = dict.fromkeys(c.point.name for c in missing)
     return Unmatched(len(missing), tuple(tests))
 
 

@@ -8,28 +8,32 @@ the caller adds trials until it is decided or its budget ends, and says which.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from enum import StrEnum
 
+from mosbench.analysis.cells import PointKey
 from mosbench.analysis.compare import ALPHA, welch
 
-PointName = tuple[str, str, str, int]  # workload, test, variant, cores
+
+class State(StrEnum):
+    DIFFER = "differ"
+    SAME = "same"
+    UNSURE = "unsure"
 
 
 @dataclass(frozen=True)
 class Decision:
-    point: PointName
-    a: tuple[float, ...]  # per-core throughput of each usable trial
+    point: PointKey
+    a: tuple[float, ...]  # per-core throughput of each trial that counts (Cell.counted)
     b: tuple[float, ...]
     ratio: float | None  # mean(b) / mean(a)
     low: float | None
     high: float | None
     p: float | None
-    state: str  # differ, same, unsure
+    state: State
 
     @property
     def name(self) -> str:
-        w, t, v, n = self.point
-        return f"{w}/{t} {v} at {n} cores" if t else f"{w} {v} at {n} cores"
+        return self.point.text()
 
     def text(self) -> str:
         if self.ratio is None:
@@ -39,29 +43,19 @@ class Decision:
         return f"{self.ratio:.3f}×{interval}{p} over {len(self.a)}+{len(self.b)} trials"
 
 
-def samples(points: list[dict[str, Any]]) -> dict[PointName, list[float]]:
-    """Per-core throughput of each ok trial not interfered with, by point."""
-    out: dict[PointName, list[float]] = {}
-    for p in points:
-        if p["status"] == "ok" and not p.get("interfered"):
-            out.setdefault((p["workload"], p["test"], p["variant"], p["cores"]), []).append(
-                p["throughput"] / p["cores"])
-    return out
-
-
-def decide(point: PointName, a: list[float], b: list[float], precision: float) -> Decision:
+def decide(point: PointKey, a: list[float], b: list[float], precision: float) -> Decision:
     if not a or not b:
-        return Decision(point, tuple(a), tuple(b), None, None, None, None, "unsure")
+        return Decision(point, tuple(a), tuple(b), None, None, None, None, State.UNSURE)
     ratio, low, high, p = welch(a, b)
     if p is not None and p < ALPHA:
-        state = "differ"
+        state = State.DIFFER
     elif low is not None and high is not None and 1 - precision <= low and high <= 1 + precision:
-        state = "same"
+        state = State.SAME
     else:
-        state = "unsure"
+        state = State.UNSURE
     return Decision(point, tuple(a), tuple(b), ratio, low, high, p, state)
 
 
-def decide_all(a: dict[PointName, list[float]], b: dict[PointName, list[float]],
+def decide_all(a: dict[PointKey, list[float]], b: dict[PointKey, list[float]],
                precision: float) -> list[Decision]:
     return [decide(k, a.get(k, []), b.get(k, []), precision) for k in dict.fromkeys([*a, *b])]

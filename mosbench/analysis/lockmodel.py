@@ -30,6 +30,7 @@ from scipy import stats
 from scipy.optimize import least_squares
 
 from mosbench.analysis import scaling
+from mosbench.analysis.cells import Series, own_models
 from mosbench.workloads.base import base_variant
 
 Kind = Literal["ticket", "scalable"]
@@ -351,14 +352,32 @@ def fit(cores: list[int], per_core: list[float], a: float, kind: Kind, s_min: fl
                ci, "trials" if scaling.by_trials(trials) else "residuals", tuple(draws), tuple(spread), why, held)
 
 
-def fit_series(s, a: float, s_min: float, kinds: dict[str, Kind]) -> Fit | None:
-    """The model fitted to one analysis.Series (every ok trial of each core count); None for a variant
-    that is not a lock the model knows (kinds, the workload's: the pthread mutex is neither)."""
+def fit_series(s: Series, a: float, s_min: float, kinds: dict[str, Kind]) -> Fit | None:
+    """The model fitted to one series (every ok trial of each core count); None for a variant that is not
+    a lock the model knows (kinds, the workload's: the pthread mutex is neither)."""
     kind = kinds.get(base_variant(s.variant))
     cells = [c for c in s.ok_cells() if c.per_core]
     if kind is None or not cells:
         return None
     return fit([c.cores for c in cells for _ in c.per_core], [v for c in cells for v in c.per_core], a, kind, s_min)
+
+
+def fit_run(series: list[Series], run_params: dict[str, dict[str, Any]], a_min: float | None = None) -> dict[str, Fit]:
+    """A run's locks, by variant: each series whose workload declares this model for its test (models_for),
+    fitted as the report fits it (models.fit_own: a no less than the run's par_ns, s than its cs_ns), or
+    with a no less than a_min where given."""
+    fits = {}
+    for s in series:
+        for spec in own_models(s, run_params.get(s.workload, {})):
+            if spec.name == "lock" and (f := fit_series(s, a_min or spec.params["a"], spec.params["s_min"],
+                                                        spec.params["kinds"])) is not None:
+                fits[s.variant] = f
+    return fits
+
+
+def given(a: float, s: float, c: float) -> dict[str, Fit]:
+    """Both kinds of lock from parameters alone, measured nowhere."""
+    return {kind: Fit(LockParams(a, s, c, kind), (), (), 0.0, "given") for kind in ("ticket", "scalable")}
 
 
 def core_axis(up_to: int) -> list[int]:

@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mosbench.analysis.decide import Decision, PointName, decide_all, samples
+from mosbench.analysis.cells import PointKey, counted_by_point
+from mosbench.analysis.decide import Decision, State, decide_all
 from mosbench.errors import UserError
 from mosbench.guest.host import Guest, Shape, run_selection
 from mosbench.guest.kernels import Kernel, config_differences
@@ -64,10 +65,11 @@ class Booter:
                             "a run: see its output above")
         return done.imported[-1]
 
-    def samples(self, run_ids: list[int]) -> dict[PointName, list[float]]:
-        out: dict[PointName, list[float]] = {}
+    def samples(self, run_ids: list[int]) -> dict[PointKey, list[float]]:
+        """The per-core throughputs that count of these boots' runs, by point."""
+        out: dict[PointKey, list[float]] = {}
         for run_id in run_ids:
-            for key, values in samples(self.db.points(run_id, with_samples=False)).items():
+            for key, values in counted_by_point(self.db.points(run_id, with_samples=False)).items():
                 out.setdefault(key, []).extend(values)
         return out
 
@@ -89,7 +91,7 @@ class Outcome:
 
     @property
     def decided(self) -> bool:
-        return all(d.state != "unsure" for d in self.decisions)
+        return all(d.state != State.UNSURE for d in self.decisions)
 
 
 def run(booter: Booter, a: Kernel, b: Kernel, first_rounds: int, max_rounds: int, precision: float,
@@ -106,7 +108,7 @@ def run(booter: Booter, a: Kernel, b: Kernel, first_rounds: int, max_rounds: int
                                             ab={"side": side.name, "round": done + 1}))
             done += 1
         decisions = decide_all(booter.samples(sides[0].runs), booter.samples(sides[1].runs), precision)
-        unsure = [d for d in decisions if d.state == "unsure"]
+        unsure = [d for d in decisions if d.state == State.UNSURE]
         if not unsure or done >= max_rounds:
             break
         say(f"{len(unsure)} point(s) not yet decided (e.g. {unsure[0].name}: {unsure[0].text()}): two more rounds")

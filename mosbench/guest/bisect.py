@@ -24,9 +24,11 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
-from mosbench.analysis.decide import Decision, PointName, decide
+from mosbench.analysis.cells import PointKey
+from mosbench.analysis.decide import Decision, State, decide
 from mosbench.errors import UserError
 from mosbench.guest import ab
 from mosbench.guest.kernels import IMAGE_IN_TREE, Kernel
@@ -57,6 +59,15 @@ def resolve_revisions(tree: Path, good: str, bad: str) -> tuple[str, str]:
     if subprocess.run(["git", "-C", str(tree), "merge-base", "--is-ancestor", ids[0], ids[1]]).returncode:
         raise UserError(f"--good {good} is not an ancestor of --bad {bad}")
     return ids[0], ids[1]
+
+
+BUILD_TOOLS = ("make", "gcc", "flex", "bison", "bc")
+
+
+def check_build_tools() -> None:
+    for tool in BUILD_TOOLS:
+        if not shutil.which(tool):
+            raise UserError(f"building kernels needs {tool} (scripts/install-deps installs the build tools)")
 
 
 def default_work(tree: Path) -> Path:
@@ -126,11 +137,30 @@ class Builder:
         return git(self.src, "log", "-1", "--format=%s", commit)
 
 
+class Verdict(StrEnum):
+    """What a step tells `git bisect`, in its words."""
+
+    GOOD = "good"
+    BAD = "bad"
+    SKIP = "skip"
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A candidate against both ends: good, bad or None (not yet sure), with why, and the decisions it
+    rests on (per point the ends differ on)."""
+
+    verdict: Verdict | None
+    why: str
+    against_good: list[Decision]
+    against_bad: list[Decision]
+
+
 @dataclass(frozen=True)
 class Step:
     commit: str
     subject: str
-    verdict: str  # good, bad, skip
+    verdict: Verdict
     why: str
     runs: list[int]
     against_good: list[Decision]  # per point the ends differ on: candidate vs good
@@ -140,33 +170,31 @@ class Step:
 @dataclass
 class Outcome:
     ends: ab.Outcome
-    points: list[PointName]  # where good and bad differ
+    points: list[PointKey]  # where good and bad differ
     steps: list[Step]
     first_bad: str | None
     message: str  # git bisect's last word
 
 
-def classify(points: list[PointName], good: dict[PointName, list[float]], bad: dict[PointName, list[float]],
-             candidate: dict[PointName, list[float]], precision: float) -> tuple[str | None, str, list[Decision],
-                                                                                  list[Decision]]:
-    """good, bad or None (not yet sure), with why, and the decisions it rests on."""
+def classify(points: list[PointKey], good: dict[PointKey, list[float]], bad: dict[PointKey, list[float]],
+             candidate: dict[PointKey, list[float]], precision: float) -> Judgement:
     vs_good = [decide(k, good.get(k, []), candidate.get(k, []), precision) for k in points]
     vs_bad = [decide(k, bad.get(k, []), candidate.get(k, []), precision) for k in points]
     says = []
     for k, g, b in zip(points, vs_good, vs_bad, strict=True):
         bad_way = (decide(k, good.get(k, []), bad.get(k, []), precision).ratio or 1.0) - 1
-        if g.state == "differ" and b.state != "differ" and ((g.ratio or 1.0) - 1) * bad_way > 0:
-            says.append("bad")
-        elif b.state == "differ" and g.state != "differ":
-            says.append("good")
+        if g.state == State.DIFFER and b.state != State.DIFFER and ((g.ratio or 1.0) - 1) * bad_way > 0:
+            says.append(Verdict.BAD)
+        elif b.state == State.DIFFER and g.state != State.DIFFER:
+            says.append(Verdict.GOOD)
         else:
             says.append(None)
-    if says and all(s == "bad" for s in says):
-        return "bad", "differs from good as bad does, not from bad", vs_good, vs_bad
-    if says and all(s == "good" for s in says):
-        return "good", "differs from bad, not from good", vs_good, vs_bad
-    return None, "between the ends: " + ", ".join(f"{d.name} {d.text()} against good" for d in vs_good), \
-        vs_good, vs_bad
+    if says and all(s == Verdict.BAD for s in says):
+        return Judgement(Verdict.BAD, "differs from good as bad does, not from bad", vs_good, vs_bad)
+    if says and all(s == Verdict.GOOD for s in says):
+        return Judgement(Verdict.GOOD, "differs from bad, not from good", vs_good, vs_bad)
+    return Judgement(None, "between the ends: " + ", ".join(f"{d.name} {d.text()} against good" for d in vs_good),
+                     vs_good, vs_bad)
 
 
 def run(booter: ab.Booter, builder: Builder, good: str, bad: str, first_rounds: int, max_rounds: int,
@@ -182,7 +210,7 @@ def run(booter: ab.Booter, builder: Builder, good: str, bad: str, first_rounds: 
     say("measuring the ends: good and bad in A B B A rounds")
     ends = ab.run(booter, kernels[0], kernels[1], first_rounds, max_rounds, precision, say, merge=False,
                   names=("good", "bad"))
-    differing = [d for d in ends.decisions if d.state == "differ"]
+    differing = [d for d in ends.decisions if d.state == State.DIFFER]
     if not differing:
         raise UserError("good and bad do not differ significantly after "
                         f"{ends.rounds} rounds ({'; '.join(f'{d.name}: {d.text()}' for d in ends.decisions)}): "
@@ -199,18 +227,18 @@ def run(booter: ab.Booter, builder: Builder, good: str, bad: str, first_rounds: 
             subject = builder.subject(commit)
             kernel = builder.build(commit, say)
             runs: list[int] = []
-            verdict, why, vs_good, vs_bad = None, "does not build", [], []
+            judged = Judgement(None, "does not build", [], [])
             while kernel is not None and len(runs) < step_rounds:
                 runs.append(booter.measure(kernel, f"bisect {commit[:12]} {subject}",
                                            bisect={"commit": commit, "subject": subject}))
                 if len(runs) < 2:
                     continue
-                verdict, why, vs_good, vs_bad = classify(points, good_s, bad_s, booter.samples(runs), precision)
-                if verdict:
+                judged = classify(points, good_s, bad_s, booter.samples(runs), precision)
+                if judged.verdict:
                     break
-            final = verdict or "skip"
-            steps.append(Step(commit, subject, final, why, runs, vs_good, vs_bad))
-            say(f"{commit[:12]} {subject}: {final.upper()} ({why})")
+            final = judged.verdict or Verdict.SKIP
+            steps.append(Step(commit, subject, final, judged.why, runs, judged.against_good, judged.against_bad))
+            say(f"{commit[:12]} {subject}: {final.upper()} ({judged.why})")
             # git bisect skip exits 2 where only skipped commits are left: that is an answer too
             done = subprocess.run(["git", "-C", str(builder.src), "bisect", final], capture_output=True, text=True)
             said = (done.stdout + done.stderr).strip()

@@ -24,7 +24,7 @@ from mosbench.analysis.cells import (
     rate_scale,
 )
 from mosbench.units import latency, plain, si
-from mosbench.workloads.base import PointNote, test_name
+from mosbench.workloads.base import PointNote
 
 
 def rate(per_s: float, s: Series) -> str:
@@ -468,9 +468,10 @@ def change_table(base: str, other: str, found: list) -> TableModel:
 
     last = None
     for c in found:
-        w = workload_of(c.workload)
+        k = c.point
+        w = workload_of(k.workload)
         factor, per = (3600.0, "h") if w is not None and w.kind == "job" else (1.0, "s")
-        name = test_name(c.workload, c.test)
+        name = k.name
         if last is not None and name != last:
             t.breaks.add(len(t.rows) - 1)
         last = name
@@ -479,7 +480,7 @@ def change_table(base: str, other: str, found: list) -> TableModel:
         p = "–" if c.p is None else p_value(c.p)
         style = {} if not c.significant else {5: "good" if c.ratio > 1 else "poor",
                                               7: "good" if c.ratio > 1 else "poor"}
-        t.add([name, c.variant, str(c.cores), mean_sd(c.base, factor, per), mean_sd(c.other, factor, per), ratio, p,
+        t.add([name, k.variant, str(k.cores), mean_sd(c.base, factor, per), mean_sd(c.other, factor, per), ratio, p,
                c.verdict], cell_styles=style)
     return t
 
@@ -514,6 +515,33 @@ def comparison_tables(found) -> list[TableModel]:
             t.note = "Measured in one run only, not compared: " + "; ".join(alone)
         tables.append(t)
     return tables
+
+
+def regression_lines(regressed: list, percent: float) -> list[str]:
+    """`compare --fail-on-regression`'s verdict: a REGRESSION line for each point of compare.regressions
+    (label, Change) and how many, or that there is none."""
+    if not regressed:
+        return [f"no point is significantly slower than the baseline by more than {percent:g}%"]
+    return [*(f"REGRESSION {label}: {c.point.text()}: {c.ratio:.3f}× the baseline [{c.low:.3f}, {c.high:.3f}], "
+              f"p {p_value(c.p)}" for label, c in regressed),
+            f"{len(regressed)} point{'s' if len(regressed) != 1 else ''} significantly slower than the baseline by "
+            f"more than {percent:g}%"]
+
+
+def bisect_table(steps: list) -> TableModel:
+    """`mosbench bisect`'s steps (guest/bisect.Step): each candidate's verdict, its boots, and its first
+    point against both ends."""
+    t = TableModel("bisection: each step against both ends",
+                   [Column("commit", left=True), Column("subject", left=True, wraps=True),
+                    Column("verdict", left=True), Column("boots"), Column("candidate/good"), Column("p vs good"),
+                    Column("p vs bad")])
+    for s in steps:
+        g = s.against_good[0] if s.against_good else None
+        b = s.against_bad[0] if s.against_bad else None
+        t.add([s.commit[:12], s.subject, str(s.verdict), str(len(s.runs)),
+               f"{g.ratio:.3f}" if g and g.ratio else "–", f"{g.p:.2g}" if g and g.p is not None else "–",
+               f"{b.p:.2g}" if b and b.p is not None else "–"])
+    return t
 
 
 def profile_table(name: str, variant: str, unit: str, low_cores: int, high_cores: int, low, high) -> TableModel:

@@ -3,26 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from mosbench.analysis import decide, precision
+from mosbench.analysis import precision
+from mosbench.analysis.cells import PointKey, counted_by_point
 from mosbench.errors import UserError
 from mosbench.workloads import registry
 from mosbench.workloads.base import test_name
 
 
 @dataclass(frozen=True)
-class PointKey:
-    workload: str
-    test: str
-    variant: str
-    cores: int
+class TrialKey(PointKey):
+    """One trial of a point: what the sweep measures and the store keeps as a row."""
+
     trial: int
 
+    @property
+    def point(self) -> PointKey:
+        return PointKey(self.workload, self.test, self.variant, self.cores)
+
     def label(self) -> str:
-        name = test_name(self.workload, self.test)
-        return f"{name} {self.variant} {self.cores} cores trial {self.trial}"
+        return f"{self.name} {self.variant} {self.cores} cores trial {self.trial}"
 
 
 @dataclass
@@ -52,7 +54,7 @@ class Plan:
     def auto(self) -> bool:
         return self.trials_max > 0
 
-    def points(self) -> list[PointKey]:
+    def points(self) -> list[TrialKey]:
         """Variants innermost, so a stock/scalable pair is measured side by side in time. With --trials
         auto, trials outermost: every point's first trial, then every point's second, …, so drift over
         the run spreads across a point's trials instead of looking like precision."""
@@ -60,30 +62,29 @@ class Plan:
         for w, t in self.selections:
             wl = registry.get(w)
             has = set(wl.variants_for(t))
-            keys.extend(PointKey(w, t, v, n, trial) for n in self.cores for trial in range(1, self.trials + 1)
+            keys.extend(TrialKey(w, t, v, n, trial) for n in self.cores for trial in range(1, self.trials + 1)
                         for v in self.variants[w] if v in has and wl.measures(t, v, n))
         if self.auto:
             keys.sort(key=lambda k: k.trial)  # stable: within a round, the order above
         return keys
 
-    def next_round(self, stored: list[dict[str, Any]]) -> list[PointKey]:
+    def next_round(self, stored: list[dict[str, Any]]) -> list[TrialKey]:
         """--trials auto: one more trial of each point that is not yet sure enough (analysis/precision),
         judged on the run's stored points."""
         if not self.auto:
             return []
-        usable = decide.samples(stored)  # the ok, uninterfered trials', by point
-        taken: dict[decide.PointName, int] = {}
+        counted = counted_by_point(stored)
+        taken: dict[PointKey, int] = {}
         for p in stored:
-            key = (p["workload"], p["test"], p["variant"], p["cores"])
+            key = PointKey.of(p)
             taken[key] = max(taken.get(key, 0), p["trial"])
         wanted = []
         for k in self.points():
             if k.trial != 1:
                 continue
-            key = (k.workload, k.test, k.variant, k.cores)
-            cell = precision.Cell(taken.get(key, 0), usable.get(key, []))
+            cell = precision.Cell(taken.get(k.point, 0), counted.get(k.point, []))
             if cell.taken >= self.trials and cell.wants_more(self.precision, self.trials_max):
-                wanted.append(PointKey(k.workload, k.test, k.variant, k.cores, cell.taken + 1))
+                wanted.append(replace(k, trial=cell.taken + 1))
         return wanted
 
     def trials_text(self) -> str:
@@ -91,13 +92,13 @@ class Plan:
             return f"{self.trials} trials"
         return f"{self.trials} to {self.trials_max} trials until ±{self.precision:.1%}"
 
-    def seconds(self, keys: list[PointKey]) -> float:
+    def seconds(self, keys: list[TrialKey]) -> float:
         """About how long these points take: each one's warm-up, window and setup."""
         return sum(self.warmup + self.duration + 0.5 + registry.get(k.workload).setup_seconds(
             k.test, self.params.get(k.workload, {})) for k in keys)
 
-    def profiled(self, key: PointKey) -> bool:
-        return any(s in ("all", key.workload, f"{key.workload}/{key.test}") for s in self.profile)
+    def profiled(self, key: TrialKey) -> bool:
+        return any(s in ("all", key.workload, key.name) for s in self.profile)
 
     def to_json(self) -> dict[str, Any]:
         return {"version": PLAN_VERSION, **asdict(self)}
@@ -188,7 +189,7 @@ def resolve_variants(selections: list[tuple[str, str]], wanted: list[str] | None
         result[wname] = list(wanted)
         for w_name, test in selections:
             if w_name == wname and not set(wanted) & set(w.variants_for(test)):
-                raise UserError(f"{wname}/{test} has none of the variants {', '.join(wanted)} "
+                raise UserError(f"{test_name(wname, test)} has none of the variants {', '.join(wanted)} "
                                 f"(it has {', '.join(w.variants_for(test))})")
     return result
 
@@ -200,7 +201,7 @@ def resolve_profile(selections: list[tuple[str, str]], spec: str | None) -> list
     if spec == "all":
         return ["all"]
     wanted = [s.strip() for s in spec.split(",") if s.strip()]
-    chosen = {w for w, _ in selections} | {f"{w}/{t}" for w, t in selections if t}
+    chosen = {w for w, _ in selections} | {test_name(w, t) for w, t in selections}
     for s in wanted:
         if s not in chosen:
             raise UserError(f"--profile {s}: not among this run's selections ({', '.join(sorted(chosen))})")

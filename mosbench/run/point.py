@@ -11,14 +11,14 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from mosbench.run.plan import PointKey
+from mosbench.run.plan import TrialKey
 from mosbench.run.window import Measured
 from mosbench.workloads.server.limits import Verdict
 
 
 @dataclass
 class Point:
-    key: PointKey
+    key: TrialKey
     started_at: dt.datetime
     cpus: str
     unit: str

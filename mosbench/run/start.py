@@ -1,5 +1,10 @@
 """How a run starts: a new plan from what the user asked for, or a stored one to finish, checked the
-same way on this machine before anything is made, then the run's row (new or reopened)."""
+same way on this machine before anything is made, then the run's row (new or reopened).
+
+What was asked is checked in two parts: `check`, what any machine would refuse (selections, variants,
+parameters, what to profile), which every command that runs `mosbench run` (vm, ab and bisect, for
+their guests) goes through before it boots anything; and `validate`, what this machine must hold
+(core counts, memory, isolation, perf), which a guest checks of its own."""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from mosbench.machine import placement as placing
 from mosbench.machine.isolation import preflight
 from mosbench.machine.topology import Topology
 from mosbench.run import plan, profiler
-from mosbench.run.plan import Plan
+from mosbench.run.plan import Plan, TrialKey
 from mosbench.store.db import Store
 from mosbench.workloads import registry
 from mosbench.workloads.base import test_name
@@ -39,17 +44,46 @@ class Request:
     precision: float = 0.02
 
 
-def new_plan(req: Request, topo: Topology) -> Plan:
+def trials(spec: str, precision_percent: float | None) -> tuple[int, int, float]:
+    """--trials and --precision as a request holds them: (trials, trials_max, precision as a share).
+    --precision is --trials auto's target, nothing without it."""
+    first, most = plan.parse_trials(spec)
+    if precision_percent is not None and not most:
+        raise UserError("--precision is the target of --trials auto; give --trials auto with it")
+    return first, most, (2.0 if precision_percent is None else precision_percent) / 100
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A request's names resolved: what the plan is made of."""
+
+    selections: list[tuple[str, str]]
+    variants: dict[str, list[str]]
+    params: dict[str, dict[str, Any]]  # each selected workload's, its defaults filled in
+    profile: list[str]
+
+
+def check(req: Request) -> Checked:
+    """What any machine would refuse of a request: its selections (and their workloads' software), variants,
+    parameters (each workload's own checks) and what to profile."""
     chosen = plan.resolve_selections(req.selections)
-    cores = placing.parse_core_counts(req.cores, topo, req.placement)
+    variants = plan.resolve_variants(chosen, req.variants)
     params = plan.resolve_params(chosen, req.params)
     for wname, values in params.items():
+        registry.get(wname).check_params(values)  # before fill_params: a guest's run fills them for its CPUs
+    return Checked(chosen, variants, params, plan.resolve_profile(chosen, req.profiling))
+
+
+def new_plan(req: Request, topo: Topology) -> Plan:
+    asked = check(req)
+    cores = placing.parse_core_counts(req.cores, topo, req.placement)
+    for wname, values in asked.params.items():
         registry.get(wname).fill_params(values, max(cores))
     the_plan = Plan(
-        selections=chosen, variants=plan.resolve_variants(chosen, req.variants),
+        selections=asked.selections, variants=asked.variants,
         cores=cores, trials=req.trials, warmup=req.warmup,
         duration=req.duration, interval=req.interval, placement=req.placement, isolation=req.isolation,
-        params=params, profile=plan.resolve_profile(chosen, req.profiling),
+        params=asked.params, profile=asked.profile,
         max_interference=req.max_interference, retry_interfered=req.retry_interfered,
         trials_max=req.trials_max, precision=req.precision,
     )
@@ -116,9 +150,9 @@ def create(db: Store, the_plan: Plan, topo: Topology, command: str, label: str |
     return db.create_run(the_plan.to_json(), environment.capture(topo), command, label)
 
 
-def reopen(db: Store, previous: dict[str, Any]) -> tuple[int, set[tuple]]:
-    """The run's id and the points it has, so the sweep measures only the rest."""
+def reopen(db: Store, previous: dict[str, Any]) -> tuple[int, set[TrialKey]]:
+    """The run's id and the trials it has, so the sweep measures only the rest."""
     run_id = previous["id"]
-    skip = db.done_keys(run_id)
+    skip = {TrialKey(*row) for row in db.done_keys(run_id)}
     db.reopen_run(run_id)
     return run_id, skip

@@ -31,7 +31,7 @@ from mosbench.machine.isolation import Group, Isolator
 from mosbench.machine.journal import SCRATCH_PREFIX, Journal
 from mosbench.machine.topology import Topology
 from mosbench.run import profiler
-from mosbench.run.plan import Plan, PointKey
+from mosbench.run.plan import Plan, TrialKey
 from mosbench.run.point import Point
 from mosbench.run.window import JOB_LIMIT, Window, WindowGroups, measure
 from mosbench.store.db import Store, StoreError, now
@@ -97,9 +97,8 @@ class Sweep:
         self.cache = cache or cache_root()
         self.workloads: dict[str, Workload] = {w: registry.get(w) for w, _ in plan.selections}
 
-    def run(self, run_id: int, skip: set[tuple] | None = None) -> Outcome:
-        todo = [k for k in self.plan.points()
-                if (k.workload, k.test, k.variant, k.cores, k.trial) not in (skip or set())]
+    def run(self, run_id: int, skip: set[TrialKey] | None = None) -> Outcome:
+        todo = [k for k in self.plan.points() if k not in (skip or set())]
         stop = _StopSignals()
         journal = Journal()
         journal.set_run(self.store.url, run_id)
@@ -182,7 +181,7 @@ class Sweep:
             TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=self.console,
         )
 
-    def _measure_owned(self, key: PointKey, serial: int, run_ctx: RunContext, isolator: Isolator,
+    def _measure_owned(self, key: TrialKey, serial: int, run_ctx: RunContext, isolator: Isolator,
                        launcher: Launcher, console: Console) -> Point:
         """The point, measured again while others took more of its CPUs than the plan allows (up to
         --retry-interfered times); the last attempt is stored, the earlier ones' shares with it."""
@@ -199,7 +198,7 @@ class Sweep:
                           f"({len(earlier)} of {self.plan.retry_interfered})", soft_wrap=True, markup=False,
                           highlight=False, style="yellow")
 
-    def _measure(self, key: PointKey, serial: int, run_ctx: RunContext, isolator: Isolator,
+    def _measure(self, key: TrialKey, serial: int, run_ctx: RunContext, isolator: Isolator,
                  launcher: Launcher) -> Point:
         w = self.workloads[key.workload]
         params = self.plan.params.get(key.workload, {})
