@@ -30,7 +30,7 @@ native: deps
 # Asked when the recipe runs, not when make reads this file: `deps` may have just installed it.
 bench: native
 	$(MOSBENCH) run $(QUICK) $(QUICK_SCALE) commute/open-open/diffname-threads commute/mmap-munmap/disjoint-ranges metis/invindex psearchy gmake memcached apache/close \
-		apache/files $$(test -x /usr/sbin/exim4 && echo exim) postgres/read-only \
+		apache/files $$(test -x /usr/sbin/exim4 && echo exim) postgres/read-only fxmark/DWOM --variant fxmark.tmpfs,fxmark.ext4 \
 		-p psearchy.subdir=arch -p gmake.targets=security/keys/ -p apache.dirs=1 -p apache.qos_step_s=0.3 \
 		--profile micro/dup1 \
 		--cores 1..max --trials 2 --warmup 0.4 --duration 1.5 --label quick

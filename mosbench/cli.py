@@ -166,6 +166,10 @@ def cli() -> None:
               help="Profile each window with perf (call graphs, kernel lock contention, PMU counts) and store it "
                    "with the point: every point, or those of the given workloads or workload/tests (a,b/c).")
 @click.option("--label", help="A name for this run (e.g. the kernel under test).")
+@click.option("--commit", "kernel_commit", metavar="REV",
+              help="The running kernel's commit in its tree, recorded with the run: `mosbench history --order "
+                   "commit` orders runs by it and `--bisect` bisects between them (vm, ab and bisect record a "
+                   "built tree's HEAD themselves).")
 @click.option("--resume", "resume_ref", help="Finish an interrupted run (id or 'latest').")
 @click.option("--max-interference", default=2.0, show_default=True, type=click.FloatRange(0, 100),
               metavar="PERCENT", help="Mark a point interfered where other programs (and steal) took more than "
@@ -175,8 +179,8 @@ def cli() -> None:
 @click.option("--no-wait", is_flag=True, help="Refuse (exit 2) rather than wait while another run measures.")
 @store_option
 def run(selections, cores, variants, trials_spec, precision, duration, warmup, interval, placement, isolation, params,
-        clients, server_address, ssh_config, profiling, label, resume_ref, max_interference, retry_interfered,
-        no_wait, store_url) -> None:
+        clients, server_address, ssh_config, profiling, label, kernel_commit, resume_ref, max_interference,
+        retry_interfered, no_wait, store_url) -> None:
     """Run SELECTIONS (workload or workload/test) over core counts, storing every point."""
     from mosbench.run import start
     from mosbench.run.sweep import Sweep  # the sweep pulls in rich's live display; keep `list` fast
@@ -197,6 +201,8 @@ def run(selections, cores, variants, trials_spec, precision, duration, warmup, i
         else:
             db = store.Store(store_url)
             run_id, skip = start.create(db, the_plan, topo, _command_line(), label), set()
+            if kernel_commit:
+                db.note_environment(run_id, kernel_commit=kernel_commit)
         lock.note(run_id, db.shown_url)
         left = [k for k in the_plan.points() if k not in skip]
         most = ""
@@ -683,7 +689,7 @@ def _show_guest_line(line: str, elapsed: float) -> None:
 
 
 # Set by the commands that boot guests themselves (one label per boot, the guest's own store).
-_GUEST_OWNS = ("--store", "--resume", "--label", "--no-wait")
+_GUEST_OWNS = ("--store", "--resume", "--label", "--no-wait", "--commit")
 
 
 def _checked_run_args(args: tuple[str, ...]) -> list[str]:

@@ -13,7 +13,8 @@ already measured):
   3. the models on them: the lock model and Amdahl/USL, each with its prediction interval and its
      hold-out error (fitted without the largest core count, predicting it);
   4. Metis and pedsort at their defaults at 1 and max cores (pedsort over /usr/include where Debian's
-     Linux source is not there);
+     Linux source is not there), and fxmark's DWOM and MWCM on tmpfs and every file system the machine
+     has a mkfs for;
   5. the pairs again at half the task count, as time allows.
 Everything goes into one archive under --out (the store, every command's output, the JSON of the pairs
 and the models) beside a one-page summary.md, because a lent machine returns a few files only.
@@ -208,7 +209,7 @@ def models(check: Check) -> Phase:
 
 
 def apps(check: Check, until: float) -> Phase:
-    p = check.phase("Metis and pedsort at 1 and max cores")
+    p = check.phase("Metis, pedsort and fxmark at 1 and max cores")
     store = str(check.work / "store.sqlite")
     extra: list[str] = []
     if not any(Path("/usr/src").glob("linux-source-*.tar.*")):
@@ -216,6 +217,11 @@ def apps(check: Check, until: float) -> Phase:
     check.mosbench(p, "run-apps", "run", "metis/invindex", "psearchy", "--cores", f"1,{check.cpus}", "--trials",
                    "1", "--warmup", "0", "--duration", "1", "--label", "manycore-apps", "--store", store, *extra,
                    until=until)
+    # FxMark's shared-file write and shared-directory create on whatever file systems the machine can make.
+    file_systems = ["tmpfs", *(fs for fs in ("ext4", "xfs", "btrfs") if shutil.which(f"mkfs.{fs}"))]
+    check.mosbench(p, "run-fxmark", "run", "fxmark/DWOM", "fxmark/MWCM", "--variant", ",".join(file_systems),
+                   "--cores", f"1,{check.cpus}", "--trials", "1", "--warmup", "0.3", "--duration", "1",
+                   "-p", "fxmark.files=1000", "--label", "manycore-fxmark", "--store", store, until=until)
     check.end(p)
     return p
 

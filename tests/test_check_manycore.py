@@ -34,7 +34,8 @@ def test_the_check_fits_its_budget_and_leaves_one_archive(tmp_path):
     with tarfile.open(archives[0]) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
         pairs = json.load(tar.extractfile(next(m for m in tar.getmembers() if m.name.endswith("pairs-max.json"))))
-    assert {"store.sqlite", "summary.md", "machine.txt", "doctor.txt", "pairs-max.json", "run-scale-lock.txt"} <= names
+    assert {"store.sqlite", "summary.md", "machine.txt", "doctor.txt", "pairs-max.json", "run-scale-lock.txt",
+            "run-fxmark.txt"} <= names
     assert pairs and {p["test"] for p in pairs} <= {"getppid1", "dup1"}
     assert all(len(p["ours"]) == len(p["theirs"]) == 2 and p["theirs_median"] > 0 for p in pairs)
     summary = (out / "summary.md").read_text()

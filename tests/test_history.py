@@ -14,6 +14,8 @@ import pytest
 from mosbench.analysis import history as hist
 from mosbench.errors import UserError
 from mosbench.store.db import Store
+from tests.conftest import mosbench as conftest_mosbench
+from tests.conftest import needs_native, needs_root
 from tests.history_stores import CORES, Planted, fill
 
 
@@ -230,3 +232,14 @@ def test_the_report_and_show_have_a_history_section_once_a_machine_has_runs_enou
     done = mosbench("show", store=tmp_path / "h.sqlite")
     assert done.returncode == 0, done.stderr
     assert "\nHistory\n" in done.stdout and "micro/t1 procs  #6 → #7" in done.stdout
+
+
+@needs_native
+@needs_root
+def test_run_records_the_kernel_commit_it_is_given(tmp_path):
+    store = tmp_path / "c.sqlite"
+    done = conftest_mosbench("run", "micro/getppid1", "--cores", "1", "--trials", "1", "--warmup", "0.1",
+                             "--duration", "0.2", "--interval", "0", "--commit", "v6.18-rc1", "--store", str(store))
+    assert done.returncode == 0, done.stderr
+    [run] = Store(str(store)).list_runs()
+    assert hist.RunInfo.of(run).commit == "v6.18-rc1"

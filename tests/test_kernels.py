@@ -141,6 +141,13 @@ def test_a_built_tree_and_what_a_tree_lacks(tmp_path):
     (tree / ".config").write_text("CONFIG_9P_FS=y\nCONFIG_NET_9P_VIRTIO=y\n")
     k = kernels.resolve(str(tree))
     assert (k.origin, k.release) == ("tree", "6.1.0-demo")
+    assert k.commit is None and "kernel_commit" not in k.facts()  # not a git tree
+    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "v6.1-demo"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    # What history orders a guest's runs by: the tree's HEAD, recorded with the kernel's facts.
+    assert kernels.resolve(str(tree)).facts()["kernel_commit"] == head
 
 
 def test_an_unknown_kernel_is_one_line(tmp_path):

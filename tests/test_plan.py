@@ -61,3 +61,15 @@ def test_booleans(text, value):
 def test_mistyped_values_are_refused(default, text):
     with pytest.raises(ValueError):
         Param("x", default, "").parse(text)
+
+
+def test_a_variant_can_be_one_workloads_alone():
+    chosen = [("micro", "getppid1"), ("fxmark", "DWOM"), ("scale", "lock")]
+    found = plan.resolve_variants(chosen, ["fxmark.tmpfs", "fxmark.ext4"])
+    assert found["fxmark"] == ["tmpfs", "ext4"]
+    assert found["micro"] == ["threads", "procs"] and "mutex" in found["scale"]  # the others keep all theirs
+    assert plan.resolve_variants(chosen[:1], ["procs"]) == {"micro": ["procs"]}
+    with pytest.raises(UserError, match="workload fxmark has no variant 'zfs'"):
+        plan.resolve_variants(chosen, ["fxmark.zfs"])
+    with pytest.raises(UserError, match="--variant metis.2m: workload metis is not among this run's selections"):
+        plan.resolve_variants(chosen, ["metis.2m"])

@@ -131,7 +131,8 @@ class Builder:
         return self._kernel(commit, kept)
 
     def _kernel(self, commit: str, kept: Path) -> Kernel:
-        return Kernel(commit[:12], kept / "bzImage", (kept / "release").read_text().strip(), "tree", kept / "config")
+        return Kernel(commit[:12], kept / "bzImage", (kept / "release").read_text().strip(), "tree", kept / "config",
+                      commit)
 
     def subject(self, commit: str) -> str:
         return git(self.src, "log", "-1", "--format=%s", commit)

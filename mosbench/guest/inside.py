@@ -52,6 +52,9 @@ CI_SUITE = (
     # a while to answer at all: a longer warm-up and time-out, so the window sees replies.
     Sweep(("memcached",), "cgroup", "spread", "max",
           ("--variant", "per-core", "--warmup", "2", "--duration", "1.5", "-p", "memcached.timeout_ms=3000")),
+    # 64 tasks creating files in one shared directory on a file system mounted for the point, and it
+    # unmounted after: FxMark's medium sharing at the guest's size.
+    Sweep(("fxmark/MWCM",), "cgroup", "pack", "1,max", ("--variant", "tmpfs", "-p", "fxmark.files=200")),
 )
 
 # Every workload at every core count of the default series, both isolations, both placements.

@@ -37,12 +37,22 @@ class Kernel:
     release: str  # `uname -r` in the guest
     origin: str  # installed, package, image, tree
     config: Path | None  # its .config where one is known
+    commit: str | None = None  # a tree's HEAD (a git tree's): mosbench history orders and bisects by it
 
     def describe(self) -> str:
         return f"{self.release} ({self.origin} {self.spec})" if self.spec != self.release else self.release
 
     def facts(self) -> dict[str, str]:
-        return {"kernel_release": self.release, "kernel_origin": self.origin, "kernel_image": str(self.image)}
+        found = {"kernel_release": self.release, "kernel_origin": self.origin, "kernel_image": str(self.image)}
+        return {**found, "kernel_commit": self.commit} if self.commit else found
+
+
+def tree_head(tree: Path) -> str | None:
+    """The commit a built tree is at (read only); None where it is no git tree. A tree with changes not
+    committed is still named by its HEAD: the closest commit there is."""
+    found = subprocess.run(["git", "-C", str(tree), "rev-parse", "--verify", "--quiet", "HEAD"], capture_output=True,
+                           text=True)
+    return found.stdout.strip() or None if found.returncode == 0 else None
 
 
 def image_release(image: Path) -> str | None:
@@ -128,7 +138,7 @@ def resolve(spec: str, boot: Path = Path("/boot"), modules: Path = Path("/lib/mo
         if not _config_has_9p(config if config.is_file() else None):
             raise UserError(f"--kernel {spec}: its .config lacks 9p over virtio (CONFIG_9P_FS, CONFIG_NET_9P_VIRTIO), "
                             "which the guest's root needs: configure it with `vng --kconfig`")
-        return Kernel(spec, image.resolve(), release or "unknown", "tree", config)
+        return Kernel(spec, image.resolve(), release or "unknown", "tree", config, tree_head(path))
     if path.is_file():
         release = image_release(path)
         if release is None:

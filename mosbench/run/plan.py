@@ -176,20 +176,33 @@ def resolve_selections(names: list[str]) -> list[tuple[str, str]]:
 
 
 def resolve_variants(selections: list[tuple[str, str]], wanted: list[str] | None) -> dict[str, list[str]]:
+    """--variant's names per selected workload: a plain name applies to every workload (each must have
+    it); WORKLOAD.NAME to that workload alone, the others keeping all of theirs (`make bench`'s
+    `--variant fxmark.tmpfs,fxmark.ext4` beside micro and scale)."""
+    selected = list(dict.fromkeys(w for w, _ in selections))
+    plain = [v for v in wanted or [] if "." not in v]
+    qualified: dict[str, list[str]] = {}
+    for v in wanted or []:
+        if "." in v:
+            wname, name = v.split(".", 1)
+            if wname not in selected:
+                raise UserError(f"--variant {v}: workload {wname} is not among this run's selections")
+            qualified.setdefault(wname, []).append(name)
     result: dict[str, list[str]] = {}
-    for wname in dict.fromkeys(w for w, _ in selections):
+    for wname in selected:
         w = registry.get(wname)
         known = [v.name for v in w.variants]
-        if not wanted:
+        mine = qualified.get(wname) or plain
+        if not mine:
             result[wname] = known
             continue
-        unknown = [v for v in wanted if v not in known]
+        unknown = [v for v in mine if v not in known]
         if unknown:
             raise UserError(f"workload {wname} has no variant {unknown[0]!r} (it has {', '.join(known)})")
-        result[wname] = list(wanted)
+        result[wname] = list(mine)
         for w_name, test in selections:
-            if w_name == wname and not set(wanted) & set(w.variants_for(test)):
-                raise UserError(f"{test_name(wname, test)} has none of the variants {', '.join(wanted)} "
+            if w_name == wname and not set(mine) & set(w.variants_for(test)):
+                raise UserError(f"{test_name(wname, test)} has none of the variants {', '.join(mine)} "
                                 f"(it has {', '.join(w.variants_for(test))})")
     return result
 
