@@ -22,8 +22,9 @@ from mosbench.analysis.cells import Cell, PointKey, Series, by_point
 
 ALPHA = 0.05
 # What a reader must see first when two runs differ, in this order; everything else after, sorted.
-FIRST_KEYS = ("kernel", "kernel_version", "kernel_cmdline", "cpu_model", "topology_summary", "memory_bytes",
-              "virtualization", "governor", "thp", "thp_defrag", "smt_control")
+FIRST_KEYS = ("kernel", "kernel_version", "kernel_commit", "kernel_cmdline", "kernel_config", "cpu_model",
+              "microcode", "topology_summary", "memory_bytes", "virtualization", "governor", "thp", "thp_defrag",
+              "smt_control", "mitigations", "cgroups")
 # Differ between any two runs and say nothing about the result.
 IGNORED_KEYS = ("topology", "uid", "harness_scheduling")
 
