@@ -84,7 +84,7 @@ class Cell:
         """The per-core throughputs a mean, its interval or a test rests on: every ok trial's (the only ones a
         cell holds), an interfered one's only where asked: a trial that shared its CPUs with another program
         measured that program too."""
-        return [t.per_core for t in self.trials if include_interfered or not t.interfered]
+        return [t.per_core for t in self.trials if counts(True, t.interfered, include_interfered)]
 
     @property
     def half_width(self) -> float | None:
@@ -207,6 +207,11 @@ def build_series(points: list[dict[str, Any]], run_label: str | None = None) -> 
             metrics=p.get("metrics") or {},
         ))
     return list(by_key.values())
+
+
+def counts(ok: bool, interfered: bool, include_interfered: bool = False) -> bool:
+    """Whether a stored trial counts (Cell.counted's rule, for readers of bare rows: history)."""
+    return ok and (include_interfered or not interfered)
 
 
 def by_point(series: list[Series]) -> dict[PointKey, Cell]:

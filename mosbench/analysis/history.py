@@ -40,6 +40,7 @@ import numpy as np
 import ruptures
 from scipy import stats
 
+from mosbench.analysis.cells import counts
 from mosbench.analysis.compare import environment_differences, welch
 from mosbench.errors import UserError
 from mosbench.workloads.base import test_name
@@ -516,13 +517,13 @@ def _environment(before: RunInfo, after: RunInfo) -> list[tuple[str, list[str]]]
 
 
 def point_series(runs: list[RunInfo], rows: Iterable[tuple], selections: list[str]) -> list[PointSeries]:
-    """(run_id, workload, test, variant, cores, per-core throughput, ok, interfered) rows as series; the
-    usable trials are the ok, uninterfered ones."""
+    """(run_id, workload, test, variant, cores, per-core throughput, ok, interfered) rows as series, each
+    run's trials those that count (cells.counts: ok, not interfered)."""
     index = {r.id: i for i, r in enumerate(runs)}
     trials: dict[tuple[SeriesKey, int], list[list[float]]] = {}
     for run_id, workload, test, variant, cores, per_core, ok, interfered in rows:
         i = index.get(run_id)
-        if i is None or not ok or interfered or per_core is None:
+        if i is None or per_core is None or not counts(ok, interfered):
             continue
         if selections and not selected(workload, test, selections):
             continue
