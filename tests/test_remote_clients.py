@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -227,22 +228,27 @@ def test_an_unreachable_host_is_refused_before_the_run(tmp_path: Path) -> None:
         _nothing_left(hosts)
 
 
+def _generators() -> Iterator[tuple[int, list[bytes]]]:
+    """Every generator started over SSH now running (ours: the test started the run): its PID and argv."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if cmd and cmd[0].startswith(b"/tmp/mosbench-client.") and b"--control" in cmd:
+            yield int(pid), cmd
+
+
 def _kill_first_generator(deadline: float, killed: list[int]) -> None:
-    """Waits for a generator started over SSH (ours: the test started the run) to be in its window, then
-    kills it by PID."""
+    """Waits for a generator to be in its window, then kills it by PID."""
     while time.monotonic() < deadline and not killed:
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit():
-                continue
-            try:
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if cmd and cmd[0].startswith(b"/tmp/mosbench-client.") and b"--control" in cmd:
-                time.sleep(1.2)  # past the 0.5 s warm-up: mid-window
-                os.kill(int(pid), signal.SIGKILL)
-                killed.append(int(pid))
-                return
+        for pid, _ in _generators():
+            time.sleep(1.2)  # past the 0.5 s warm-up: mid-window
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+            return
         time.sleep(0.05)
 
 
@@ -327,18 +333,10 @@ def test_doctor_checks_each_client_host() -> None:
 
 
 def _generator_args(deadline: float, seen: dict[int, list[str]], done: threading.Event) -> None:
-    """Every generator started over SSH (ours: the test started the run) by PID, its arguments as it
-    runs, until the run is done."""
+    """Every generator's arguments as it runs, until the run is done."""
     while time.monotonic() < deadline and not done.is_set():
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit() or int(pid) in seen:
-                continue
-            try:
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if cmd and cmd[0].startswith(b"/tmp/mosbench-client.") and b"--control" in cmd:
-                seen[int(pid)] = [w.decode() for w in cmd if w]
+        for pid, cmd in _generators():
+            seen.setdefault(pid, [w.decode() for w in cmd if w])
         time.sleep(0.02)
 
 
