@@ -332,14 +332,12 @@ class _MeanShift(ruptures.base.BaseCost):
 SPLIT_POINTS = 50
 
 
-def candidates(means: list[float]) -> list[int]:
-    """Where PELT places a change in a series of run means (each index the first run of a new level)."""
-    values = np.asarray(means, dtype=float)
-    values = values / np.median(values)
+def candidates(values: np.ndarray, sigma: float) -> list[int]:
+    """Where PELT places a change in a series of run means scaled by their median, of noise σ (each index
+    the first run of a new level)."""
     n = len(values)
     if n < FEWEST_RUNS:
         return []
-    sigma = noise(values)
     jump = max(1, math.ceil(n / SPLIT_POINTS))
     cost = _MeanShift()
     found = ruptures.Pelt(custom_cost=cost, min_size=2, jump=jump).fit(values).predict(
@@ -422,12 +420,12 @@ class _Candidate:
 def _candidates_of(series: PointSeries, newest: int) -> list[_Candidate]:
     measured = series.measured()
     means = np.asarray([statistics.fmean(series.trials[i]) for i in measured])
-    bounds = candidates(list(means))
-    edges = [0, *bounds, len(measured)]
-    out = []
     level = float(np.median(means))
     scaled = means / level
     sigma = noise(scaled)
+    bounds = candidates(scaled, sigma)
+    edges = [0, *bounds, len(measured)]
+    out = []
     for lo, b, hi in zip(edges, edges[1:], edges[2:], strict=False):
         d = difference(series, measured[lo:b], measured[b:hi], sigma * level)
         if d is not None and d.p is not None:
@@ -546,22 +544,21 @@ def build(rows: list[dict[str, Any]], point_rows: Any, selections: list[str], ho
           order: Order, tree: Path | None) -> History:
     """The history of one machine from the store's runs (`rows`, as Store.list_runs gives them) and a
     callable giving their points' lean rows (Store.history_points)."""
-    usable = rows
-    if not usable:
+    if not rows:
         raise UserError("the store has no runs: measure some with mosbench run")
     machines: dict[Machine, int] = {}
-    for r in usable:
+    for r in rows:
         m = machine_of(r["environment"] or {})
         machines[m] = machines.get(m, 0) + 1
     if host is None:
-        machine = machine_of(max(usable, key=lambda r: (r["started_at"], r["id"]))["environment"] or {})
+        machine = machine_of(max(rows, key=lambda r: (r["started_at"], r["id"]))["environment"] or {})
     else:
         named = [m for m in machines if m.hostname == host]
         if not named:
             known = ", ".join(sorted({m.hostname for m in machines}))
             raise UserError(f"no runs of host {host!r} in the store (it has: {known})")
         machine = max(named, key=lambda m: machines[m])
-    mine = [RunInfo.of(r) for r in usable if machine_of(r["environment"] or {}) == machine]
+    mine = [RunInfo.of(r) for r in rows if machine_of(r["environment"] or {}) == machine]
     ordered, left_out = order_runs(mine, order, tree)
     if not ordered:
         raise UserError(f"none of {machine.describe()}'s runs can be placed in {order.value} order: "
