@@ -34,7 +34,7 @@ def environment(i: int, changes: list[Planted], host: str = "big", kernel: str =
 
 def fill(db: Store, n_runs: int, changes: list[Planted], seed: int, tests: int = 4, trials: int = 3,
          noise: float = 0.10, host: str = "big", kernel: Callable[[int], str] = lambda i: "6.1.0",
-         start: dt.datetime = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)) -> list[int]:
+         start: dt.datetime = dt.datetime(2026, 1, 1, tzinfo=dt.UTC), prefix: str = "t") -> list[int]:
     """n_runs runs of `tests` micro tests at CORES, each trial uniform within ±noise of its level; the
     run ids, oldest first. Rows go in with one statement per run: a 500-run store takes seconds."""
     rng = random.Random(seed)
@@ -48,7 +48,7 @@ def fill(db: Store, n_runs: int, changes: list[Planted], seed: int, tests: int =
                 environment=environment(i, changes, host, kernel(i)))).inserted_primary_key[0]
             rows = []
             for t in range(tests):
-                name = f"t{t}"
+                name = f"{prefix}{t}"
                 for cores in CORES:
                     level = 1e6 * (1 - 0.05 * (cores.bit_length() - 1))
                     for change in changes:

@@ -234,6 +234,18 @@ def test_the_report_and_show_have_a_history_section_once_a_machine_has_runs_enou
     assert "\nHistory\n" in done.stdout and "micro/t1 procs  #6 → #7" in done.stdout
 
 
+def test_runs_of_tests_measured_once_each_have_no_history_section(db):
+    # A guest's suite: runs enough on the machine, but no test measured by more than one of them.
+    for i, prefix in enumerate(("a", "b", "c", "d", "e")):
+        fill(db, 1, [], seed=30 + i, tests=1, prefix=prefix, start=dt.datetime(2026, 3, 1 + i, tzinfo=dt.UTC))
+    assert hist.of_run(db.list_runs(), db.history_points, db.run("latest")) is None
+    # Four runs of the latest run's test make one; the section holds that test alone.
+    fill(db, 4, [], seed=40, tests=1, prefix="e", start=dt.datetime(2026, 4, 1, tzinfo=dt.UTC))
+    h = hist.of_run(db.list_runs(), db.history_points, db.run("latest"))
+    assert h is not None and {s.key.test for s in h.series} == {"e0"}
+    assert len(h.series[0].measured()) == 5
+
+
 @needs_native
 @needs_root
 def test_run_records_the_kernel_commit_it_is_given(tmp_path):

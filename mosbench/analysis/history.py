@@ -596,11 +596,17 @@ def bisect_target(h: History) -> BisectTarget | None:
 
 
 def of_run(rows: list[dict[str, Any]], point_rows: Any, run: dict[str, Any]) -> History | None:
-    """The history a report of `run` shows: its machine's runs up to it (so that a report of an older run
-    reads the same whatever came after), in time order; None where there are fewer than FEWEST_RUNS."""
+    """The history a report of `run` shows: the tests it measured over its machine's runs up to it (so that
+    a report of an older run reads the same whatever came after), in time order; None where none of its
+    points was measured by FEWEST_RUNS runs (a guest's suite of one-off tests has no history)."""
     machine = machine_of(run["environment"] or {})
     mine = [r for r in rows if machine_of(r["environment"] or {}) == machine
             and (r["started_at"], r["id"]) <= (run["started_at"], run["id"])]
     if len(mine) < FEWEST_RUNS:
         return None
-    return build(mine, point_rows, [], machine.hostname, Order.TIME, None)
+    tests = sorted({f"{w}/{t}" for _, w, t, _, _, per_core, ok, interfered in point_rows([run["id"]])
+                    if per_core is not None and counts(ok, interfered)})
+    if not tests:
+        return None
+    h = build(mine, point_rows, tests, machine.hostname, Order.TIME, None)
+    return h if any(len(s.measured()) >= FEWEST_RUNS for s in h.series) else None

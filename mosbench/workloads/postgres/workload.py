@@ -390,9 +390,8 @@ class PostgresInstance(ServerInstance):
         self.stop_servers()
 
     def stop_servers(self) -> None:
-        for s in self.servers:
-            # SIGTERM: a smart shutdown, prompt once pgbench's connections are gone.
-            self.ctx.launcher.stop(s.proc, grace=30)
+        # SIGTERM: a smart shutdown, prompt once pgbench's connections are gone.
+        self.ctx.launcher.stop_many([s.proc for s in self.servers], grace=30)
         if self._shm:
             self.ctx.launcher.journal.remove_shm(*self._shm)
             self._shm = None

@@ -371,8 +371,7 @@ class ServerInstance(Instance):
         return None
 
     def stop_servers(self) -> None:
-        for s in self.servers:
-            s.stop()
+        self.ctx.launcher.stop_many([s.proc for s in self.servers])
         self._unsteer()
 
     def metrics(self, result: ClientResult | None) -> dict[str, Any]:
