@@ -77,7 +77,7 @@ lint: deps
 
 test: native lint
 	$(MAKE) -C native test
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=15
 
 # The many-core check (docs/MANYCORE.md): what a lent machine of 8 or more CPUs can tell in 7 minutes, as one
 # archive and a one-page summary under results/manycore. WIS= a directory of built will-it-scale programs.

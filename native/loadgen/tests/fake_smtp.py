@@ -35,7 +35,7 @@ async def next_line(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, 
         return await reader.readline()
     try:
         return await asyncio.wait_for(reader.readline(), random.uniform(0.01, 0.04))
-    except asyncio.TimeoutError:
+    except TimeoutError:
         if idle_close.say_421:
             writer.write(b"421 idle too long, closing\r\n")
             await writer.drain()
