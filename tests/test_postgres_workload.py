@@ -337,3 +337,32 @@ def _cmdline(pid: int) -> str:
 def _segments_of(creators: set[int]) -> list[int]:
     rows = [line.split() for line in Path("/proc/sysvipc/shm").read_text().splitlines()[1:]]
     return [int(r[1]) for r in rows if int(r[4]) in creators]
+
+
+def test_stopping_the_servers_gives_them_the_smart_shutdowns_grace_and_restores_the_nics_steering():
+    # A point over a NIC or veth steers its queues to the point's CPUs: the next point steers afresh, so
+    # each point's end puts them back, postgres's as every other server's.
+    stopped: list[tuple[list, float]] = []
+    restored: list[str] = []
+
+    class Launcher:
+        journal = None
+
+        def stop_many(self, procs, grace=5.0):
+            stopped.append((procs, grace))
+            return [0] * len(procs)
+
+    class Steering:
+        def restore(self):
+            restored.append("eth0")
+
+    class Ctx:
+        launcher = Launcher()
+
+    instance = object.__new__(postgres.PostgresInstance)
+    instance.ctx = Ctx()
+    instance.servers = []
+    instance.steerings = [Steering()]
+    instance._shm = None
+    instance.stop_servers()
+    assert stopped == [([], 30.0)] and restored == ["eth0"] and instance.steerings == []

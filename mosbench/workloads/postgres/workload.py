@@ -160,6 +160,7 @@ def dir_mb(path: Path) -> float:
 
 class PostgresInstance(ServerInstance):
     client: PgbenchClient | None
+    stop_grace_s = 30.0  # SIGTERM: a smart shutdown, prompt once pgbench's connections are gone
 
     def __init__(self, ctx: PointContext, database: Path, script: Path, updates: int, database_mb: float):
         super().__init__(ctx, 1)
@@ -390,8 +391,7 @@ class PostgresInstance(ServerInstance):
         self.stop_servers()
 
     def stop_servers(self) -> None:
-        # SIGTERM: a smart shutdown, prompt once pgbench's connections are gone.
-        self.ctx.launcher.stop_many([s.proc for s in self.servers], grace=30)
+        super().stop_servers()
         if self._shm:
             self.ctx.launcher.journal.remove_shm(*self._shm)
             self._shm = None

@@ -222,6 +222,8 @@ class ServerWorkload(Workload):
 class ServerInstance(Instance):
     """A point's servers and client; subclasses start them in __init__ through start_servers/start_client."""
 
+    stop_grace_s = 5.0  # from SIGTERM to SIGKILL, one for all of a point's servers
+
     def __init__(self, ctx: PointContext, count: int, udp: bool = False):
         self.ctx = ctx
         self.link: netns.VethLink | None = ctx.run.extra.get("link")
@@ -371,7 +373,7 @@ class ServerInstance(Instance):
         return None
 
     def stop_servers(self) -> None:
-        self.ctx.launcher.stop_many([s.proc for s in self.servers])
+        self.ctx.launcher.stop_many([s.proc for s in self.servers], grace=self.stop_grace_s)
         self._unsteer()
 
     def metrics(self, result: ClientResult | None) -> dict[str, Any]:

@@ -44,8 +44,5 @@ class Server:
         said = (self._last_words() if self._last_words else "") or self.launcher.last_error(self.name)
         return f"{self.name} (port {self.port}) {how_it_ended(self.proc)}" + (f": {said}" if said else "")
 
-    def stop(self) -> None:
-        self.launcher.stop(self.proc)
-
     def logs(self, lines: int = 20) -> str:
         return self.launcher.log_tail(self.name, lines)
