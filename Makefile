@@ -75,9 +75,12 @@ bench-history: deps
 lint: deps
 	.venv/bin/ruff check mosbench tests benchmarks
 
+# The sanitizer builds side by side (-j), then the native tests one after another, then pytest with its
+# 15 slowest tests; each phase's time on its own line, so a CI log says where its time went.
 test: native lint
-	$(MAKE) -C native test
-	$(PY) -m pytest -q --durations=15
+	@scripts/phase "native test builds" $(MAKE) -C native -j$$(nproc) test-bins
+	@scripts/phase "native tests" $(MAKE) -C native test
+	@scripts/phase pytest $(PY) -m pytest -q --durations=15
 
 # The many-core check (docs/MANYCORE.md): what a lent machine of 8 or more CPUs can tell in 7 minutes, as one
 # archive and a one-page summary under results/manycore. WIS= a directory of built will-it-scale programs.

@@ -2,21 +2,21 @@
 # Checks mosbench-commute: that every --list line has the five fields the harness parses (name, VERDICT,
 # MODE, STATE, WHY), then runs every situation briefly in its own mode and checks that each task counted,
 # that the run ended cleanly and left no scratch directory, and that no sanitizer spoke:
-#   PLAIN        side=2 (pairs) for 1 s on every CPU this process may use, side=0 and side=1 (the alone
-#                rates) for 0.3 s on one;
-#   TSAN, ASAN   side=2 for 0.6 s on every CPU.
+#   PLAIN        side=2 (pairs) on every CPU this process may use, side=0 and side=1 (the alone rates)
+#                on one, each for 0.3 s;
+#   TSAN, ASAN   side=2 for 0.6 s on every CPU (their start comes out of the same timeout).
 # Runs go as the harness's do (--counters FILE --timeout S), not through the standalone sampler, whose
-# window is whole seconds: 67 situations five times at a second each would take six minutes on 2 CPUs;
-# this way the whole script takes about three and a half.
-# The counter file's layout is micro/driver.c's struct micro_header (MICRO_VERSION 1).
+# window is whole seconds. A third of a second proves what a second did (every task counted, the run
+# stopped cleanly, no sanitizer spoke): 67 situations take about two minutes on 2 CPUs, not three and a half.
 #   usage: commute/selftest.sh PLAIN [TSAN [ASAN]]
 set -uo pipefail
+source "$(dirname "$0")/../testing/counters.sh"
 if (($# < 1 || $# > 3)); then
     echo "usage: $0 PLAIN [TSAN [ASAN]]" >&2
     exit 2
 fi
 plain=$1 tsan=${2:-} asan=${3:-}
-pair_s=${COMMUTE_SELFTEST_PAIR_SECONDS:-1}
+pair_s=${COMMUTE_SELFTEST_PAIR_SECONDS:-0.3}
 alone_s=${COMMUTE_SELFTEST_ALONE_SECONDS:-0.3}
 # The sanitizers' start (and TSan's slower calls) come out of the same timeout, which starts before the tasks do.
 san_s=${COMMUTE_SELFTEST_SAN_SECONDS:-0.6}
@@ -56,14 +56,6 @@ check_list() {
     echo "$(basename "$bin") --list: $n situations, $conflicts of them conflicts"
 }
 
-# The run's end state, task count and per-task counts from the counter file: "STATE N C0,C1,...".
-read_counters() {
-    local version n stride offset state
-    read -r version n stride offset state < <(od -An -v -t u4 -w20 -j 8 -N 20 "$1") || return 1
-    [[ $(head -c 8 "$1") == MOSMICR1 && $version == 1 ]] || return 1
-    echo "$state $n $(od -An -v -t u8 -j "$offset" -w"$stride" "$1" | head -n "$n" | awk '{print $1}' | paste -sd,)"
-}
-
 # run BIN TEST MODE CPUS SIDE SECONDS
 run() {
     local bin=$1 test=$2 mode=$3 list=$4 side=$5 secs=$6
@@ -78,7 +70,7 @@ run() {
     # 3 is STATE_STOPPED: the run ended by its timeout, not by a failure.
     if [[ $rc -eq 0 && $state == 3 && $n -eq $want && -z $left ]] &&
         ! tr ',' '\n' <<<"$per_task" | grep -qx 0 &&
-        ! grep -q 'WARNING: ThreadSanitizer\|ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error\|DEADLYSIGNAL' <<<"$out"; then
+        ! grep -q "$SANITIZER_SPOKE" <<<"$out"; then
         pass=$((pass + 1))
     else
         fail=$((fail + 1))
