@@ -80,6 +80,14 @@ def test_this_machines_kernel_threads_are_found_and_no_program_among_them():
     assert os.getpid() not in found and 1 not in found
 
 
+def test_a_kernel_thread_scan_slower_than_its_budget_is_given_up_and_not_made_again(monkeypatch):
+    monkeypatch.setattr(interference, "_scans_too_slow", False)
+    monkeypatch.setattr(interference, "SLOW_SCAN_S", -1.0)
+    assert interference.kernel_threads() == {}  # given up part-way: no partial scan
+    monkeypatch.setattr(interference, "SLOW_SCAN_S", 60.0)
+    assert interference.kernel_threads() == {}  # and not made again in this process
+
+
 def cpu_hog(cpu: int) -> subprocess.Popen:
     """A program of the test's, outside every group of the run, busy on one CPU."""
     return subprocess.Popen([sys.executable, "-c", f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"])

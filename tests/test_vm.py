@@ -139,8 +139,9 @@ def test_a_guest_past_its_time_is_killed_with_everything_it_started(tmp_path, mo
 
 
 @pytest.mark.parametrize("suite", sorted(vmguest.SUITES))
-def test_every_sweep_of_a_guest_suite_is_a_plan_mosbench_accepts(suite):
-    for sweep in vmguest.SUITES[suite]:
+@pytest.mark.parametrize("cgroup", [1, 2])
+def test_every_sweep_of_a_guest_suite_is_a_plan_mosbench_accepts(suite, cgroup):
+    for sweep in vmguest.sweeps(suite, cgroup):
         selections = [(w, t) for name in sweep.selections
                       for w, _, t in [name.partition("/")]
                       for t in ([t] if t else [x.name for x in registry.get(w).tests()])]

@@ -150,6 +150,8 @@ def test_context_switches_and_migrations_are_counted_per_thread_over_the_window(
     assert schedstat.window(before, after) == schedstat.ThreadCounts(switches=67, migrations=4)
     assert schedstat.read([99], tmp_path) is None  # no /proc/<tid>/sched kept: absent, not zero
     assert schedstat.parse("nr_switches : 5\n") is None
+    # A read that outlasts its budget (a starved harness in an overcommitted guest) gives the counts up.
+    assert schedstat.read([10, 12], tmp_path, budget_s=-1) is None
 
 
 def test_a_runs_estimate_counts_the_steps_a_point_takes_before_its_warmup():

@@ -61,6 +61,16 @@ CI_SUITE = (
           ("--variant", "tmpfs", "--duration", "3", "-p", "fxmark.files=3000")),
 )
 
+# What the cgroup version changes: the cpuset and CPU-time accounting of each point's groups (the work's,
+# the servers' and their client's, a mounted file system's point). Under cgroup v1 CI sweeps only that,
+# each at the guest's full size: the placement of 1, 16 or 32 CPUs and CPU hotplug take the same paths
+# under either version, and the cgroup v2 suite has them.
+CI_SUITE_V1 = (
+    Sweep(("micro/getppid1",), "cgroup", "pack", "max", ("--variant", "procs")),
+    CI_SUITE[2],
+    Sweep(("fxmark/MWCM",), "cgroup", "pack", "max", CI_SUITE[3].args),
+)
+
 # Every workload at every core count of the default series, both isolations, both placements.
 FULL_WORKLOADS = ("micro/getppid1", "micro/open1", "micro/page_fault1", "scale", "commute/open-open",
                   "commute/mmap-munmap", "metis/invindex", "psearchy",
@@ -71,7 +81,15 @@ FULL_SUITE = tuple(
     Sweep(FULL_WORKLOADS, isolation, placement, None, FULL_PARAMS)
     for isolation in ("cgroup", "hotplug") for placement in ("pack", "spread")
 )
-SUITES = {"ci": CI_SUITE, "full": FULL_SUITE}
+# A suite's sweeps under each cgroup version.
+SUITES: dict[str, dict[int, tuple[Sweep, ...]]] = {
+    "ci": {2: CI_SUITE, 1: CI_SUITE_V1},
+    "full": {2: FULL_SUITE, 1: FULL_SUITE},
+}
+
+
+def sweeps(suite: str, cgroup_version: int) -> tuple[Sweep, ...]:
+    return SUITES[suite][cgroup_version]
 
 
 def machine_state() -> dict:
@@ -167,16 +185,18 @@ def main(argv: list[str] | None = None) -> int:
     outcome = {"suite": args.suite, "steps": [], "runs": []}
     (share / "before.json").write_text(json.dumps(machine_state()))
     step("doctor", [*mosbench, "doctor"], outcome, share)
-    for n, sweep in enumerate(SUITES[args.suite], start=1):
+    suite = sweeps(args.suite, args.cgroup)
+    for n, sweep in enumerate(suite, start=1):
         cores = ["--cores", sweep.cores] if sweep.cores else []
         selections = available(sweep.selections)
-        step(f"sweep {n}/{len(SUITES[args.suite])} ({sweep.isolation}, {sweep.placement})",
+        step(f"sweep {n}/{len(suite)} ({sweep.isolation}, {sweep.placement})",
              [*mosbench, "run", *selections, *cores, "--isolation", sweep.isolation,
               "--placement", sweep.placement, *WINDOW, *sweep.args, "--label", f"guest {args.shape} "
               f"cgroup v{args.cgroup} {sweep.isolation} {sweep.placement}", "--store", str(store)], outcome, share)
     # The checks read the machine as the sweeps left it, so nothing may run in between.
     env = {**os.environ, "MOSBENCH_GUEST_SHARE": str(share), "MOSBENCH_GUEST_SHAPE": args.shape,
-           "MOSBENCH_GUEST_NODES": str(args.nodes), "MOSBENCH_GUEST_CGROUP": str(args.cgroup)}
+           "MOSBENCH_GUEST_NODES": str(args.nodes), "MOSBENCH_GUEST_CGROUP": str(args.cgroup),
+           "MOSBENCH_GUEST_SUITE": args.suite}
     print("mosbench-guest: checks", flush=True)
     start = time.monotonic()
     tests = Path(__file__).resolve().parents[2] / "tests" / "guest"
