@@ -8,9 +8,10 @@ file on tmpfs, or the user's device with -p device=... -p wipe=yes), mounted und
 gone when the point ends, whatever ends it. The operations are testcases of the micro driver
 (native/fxmark), one task per core in processes as FxMark's, working in the mounted file system.
 
-Seven operations refill a pool when it runs out (FxMark stops there): the time a task spends refilling is
-published beside its count and left out of its window, so the throughput is FxMark's, work over the time
-spent working (docs/FXMARK.md).
+Each operation does and counts what FxMark's program does under the same name (benchmarks/vs_fxmark.py
+runs both side by side): its pools made before the start as FxMark makes them, never refilled. A task
+whose pool runs out or whose file system fills stops there, as FxMark's worker does, and says when, so
+its work is rated over the time it worked, FxMark's works over seconds (docs/FXMARK.md).
 """
 
 from __future__ import annotations
@@ -42,10 +43,15 @@ from mosbench.workloads.micro import MicroInstance, list_tests
 
 BINARY = "mosbench-fxmark"
 SHARING = {"L": "low", "M": "medium", "H": "high"}
-# A slot's words (native/fxmark/fxmark.h): the count, nanoseconds spent refilling, a refill's start.
-REFILL_WORD, REFILL_SINCE_WORD = 1, 2
+# A slot's words (native/fxmark/fxmark.h): the count, and when the task stopped (0 while it works).
+STOPPED_WORD = 1
 # Below this share of the window spent working, a task's rate is too little time to stand on.
 MIN_WORKED = 0.1
+# A point's file system takes at most this share of the machine's memory (tmpfs, or the loop device's
+# image on tmpfs, which holds no more than /dev/shm's size): the operations that fill it stop at ENOSPC,
+# as FxMark's, before the machine (or /dev/shm) runs out.
+MEMORY_SHARE = 0.5
+SHM = Path("/dev/shm")
 
 
 @dataclass(frozen=True)
@@ -53,7 +59,7 @@ class Operation:
     name: str  # FxMark's: DRBL
     does: str
     unit: str  # one counted call
-    refills: bool = False  # its pool runs out and is refilled uncounted (fxmark.h)
+    stops: bool = False  # its pool can run out or its file system fill: the task stops there (fxmark.h)
 
     @property
     def data(self) -> bool:
@@ -72,60 +78,62 @@ OPERATIONS = (
     Operation("DRBH", "read the same block of a shared file", "read"),
     Operation("DWOL", "overwrite a block of a private file", "write"),
     Operation("DWOM", "overwrite a private block of a shared file (the inode's lock)", "write"),
-    Operation("DWAL", "append a block to a private file (block allocation)", "append", refills=True),
-    Operation("DWTL", "truncate a private file by a block (block freeing)", "truncate", refills=True),
+    Operation("DWAL", "append a block to a private file (block allocation)", "append", stops=True),
+    Operation("DWTL", "truncate a private file by a block (block freeing)", "truncate", stops=True),
     Operation("DWSL", "overwrite a block of a private file and fsync it (the journal)", "write+fsync"),
     Operation("MRPL", "path resolution: stat a private file five levels down", "stat"),
     Operation("MRPM", "path resolution: stat files of a shared five-level tree (FxMark's eight paths)", "stat"),
     Operation("MRPH", "path resolution: stat the same file of a shared five-level tree", "stat"),
-    Operation("MRDL", "read the entries of a private directory", "entry"),
-    Operation("MRDM", "read the entries of the shared directory (its lock, read)", "entry"),
-    Operation("MWCL", "create an empty file in a private directory", "create", refills=True),
-    Operation("MWCM", "create a file in the shared directory (its lock)", "create", refills=True),
-    Operation("MWUL", "unlink an empty file in a private directory", "unlink", refills=True),
-    Operation("MWUM", "unlink an empty file in the shared directory (its lock)", "unlink", refills=True),
+    Operation("MRDL", "read a private directory, on past its end (FxMark's readdir loop)", "readdir"),
+    Operation("MRDM", "read the shared directory, on past its end (its lock, read)", "readdir"),
+    Operation("MWCL", "create an empty file in a private directory", "create", stops=True),
+    Operation("MWCM", "create a file in the shared directory (its lock)", "create", stops=True),
+    Operation("MWUL", "unlink an empty file in a private directory", "unlink", stops=True),
+    Operation("MWUM", "unlink an empty file in the shared directory (its lock)", "unlink", stops=True),
     Operation("MWRL", "rename a file in a private directory (the rename lock)", "rename"),
-    Operation("MWRM", "move a file from a private directory into the shared one", "rename", refills=True),
+    Operation("MWRM", "move a file from a private directory into the shared one", "rename", stops=True),
 )
 BY_NAME = {op.name: op for op in OPERATIONS}
-# Files beyond the tasks' own: MRPM and MRPH's tree (37,448 entries), and room to spare.
-EXTRA_INODES = 50_000
+
+
+def memory_bytes() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def fs_size(params: dict[str, Any]) -> int:
+    """A point's file system's size in bytes: -p size_gib (FxMark's 32 GiB), at most MEMORY_SHARE of the
+    machine's memory and /dev/shm's size, in whole GiB (and at least 1)."""
+    room = memory_bytes() * MEMORY_SHARE
+    if SHM.is_dir():
+        room = min(room, shutil.disk_usage(SHM).total)
+    return min(int(params["size_gib"]), max(1, int(room) >> 30)) << 30
 
 
 class FxmarkInstance(MicroInstance):
-    """The driver on a freshly mounted file system, which goes with it (stop() releases it). Reads each
-    task's refill time at the window's ends, so window_work() is the work over the time spent working."""
+    """The driver on a freshly mounted file system, which goes with it (stop() releases it). Reads when
+    each task stopped at the window's end, so window_work() is the work over the time worked."""
 
     def __init__(self, ctx: PointContext, binary: Path, mounted: Mounted, params: dict[str, int],
                  metrics: dict[str, Any]):
         self.mounted = mounted
         self.op = BY_NAME[ctx.test]
-        self._ends: list[tuple[int, list[float], list[int]]] = []
+        self._ends: list[tuple[int, list[float]]] = []
+        self._stopped_at: list[int] = []
         self._worked: float | None = None  # the window's work over the time worked, once stopped
         self._too_little: str | None = None
         super().__init__(ctx, binary, ctx.test, "procs", mounted.path, params, metrics)
-        if self._step <= REFILL_SINCE_WORD:
+        if self._step <= STOPPED_WORD:
             self.stop()
-            raise PointFailed(f"{binary.name}'s counter slots hold {self._step} words, fewer than 3: rebuild native/")
-
-    def _refill_ns(self) -> list[int]:
-        """Each task's nanoseconds spent refilling up to now, the refill in progress included. The task
-        writes its total, then clears its mark: a mark unchanged around the total's read is consistent."""
-        out = []
-        for i in range(self._ntasks):
-            base = i * self._step
-            while True:
-                since = self._counters[base + REFILL_SINCE_WORD]
-                total = self._counters[base + REFILL_WORD]
-                if self._counters[base + REFILL_SINCE_WORD] == since:
-                    break
-            now = time.monotonic_ns()  # CLOCK_MONOTONIC, the task's clock
-            out.append(total + (max(0, now - since) if since else 0))
-        return out
+            raise PointFailed(f"{binary.name}'s counter slots hold {self._step} words, fewer than 2: rebuild native/")
 
     def _mark(self) -> None:
         if self._counters is not None:
-            self._ends.append((time.monotonic_ns(), self.sample().per_task or [], self._refill_ns()))
+            # The count first: a task that stops after it was read stopped after this mark.
+            self._ends.append((time.monotonic_ns(), self.sample().per_task or []))
+            self._stopped_at = [int(self._counters[i * self._step + STOPPED_WORD]) for i in range(self._ntasks)]
 
     def window_opened(self) -> None:
         self._mark()
@@ -137,29 +145,46 @@ class FxmarkInstance(MicroInstance):
         metrics = super().stop()  # the driver first: then nothing holds the file system
         self.mounted.release()
         metrics.update(self.mounted.facts())
-        if self.op.refills and len(self._ends) == 2:
-            (t0, c0, r0), (t1, c1, r1) = self._ends
-            span = t1 - t0
-            worked = [span - (b - a) for a, b in zip(r0, r1, strict=True)]
-            metrics["refill_share"] = round(1 - sum(worked) / (span * len(worked)), 4)
-            if min(worked) < MIN_WORKED * span:
-                self._too_little = f"a task spent {1 - min(worked) / span:.0%} of the window refilling its pool"
-            else:
-                self._worked = sum((b - a) * span / w for a, b, w in zip(c0, c1, worked, strict=True))
+        if self.op.stops and len(self._ends) == 2:
+            (t0, c0), (t1, c1) = self._ends
+            rated = over_time_worked(t0, t1, c0, c1, self._stopped_at)
+            metrics["stopped_share"] = rated.stopped_share
+            self._worked, self._too_little = rated.work, rated.too_little
         return metrics
 
     def window_work(self) -> float | None:
         if self._too_little:
-            raise PointFailed(f"{self._too_little}: too little work to rate (a larger -p files or -p blocks)")
+            raise PointFailed(f"{self._too_little}: too little work to rate (a shorter --warmup and --duration, "
+                              "a larger -p size_gib, or no -p files or -p blocks)")
         return self._worked
 
 
-def estimate_mb(params: dict[str, Any], cores: int) -> float:
-    """Memory a point may take at most: the file system's own (a journal, trees), and per task the most
-    any operation keeps (DRBM's 8 MiB region, DWAL's and DWTL's file, MWCM's files of a block), each
-    in the page cache and again in the tmpfs file under the loop device."""
-    per_task_kib = max(2 * 8 * 1024, 2 * 4 * params["blocks"], params["files"] * (2 * 4 + 2))
-    return 512 + cores * per_task_kib / 1024
+@dataclass(frozen=True)
+class Rated:
+    """A window's work at the rate each task worked, FxMark's works over each worker's seconds."""
+
+    work: float | None  # None: a task worked too little of the window to rate
+    stopped_share: float  # of the tasks' window time, after they stopped
+    too_little: str | None = None
+
+
+def over_time_worked(t0: int, t1: int, c0: list[float], c1: list[float], stopped_at: list[int]) -> Rated:
+    """The window [t0, t1] (CLOCK_MONOTONIC ns, the tasks' clock) with each task's counts at its ends and
+    when it stopped (0: it did not): each task's count over the time it worked, scaled to the window."""
+    span = t1 - t0
+    worked = [span if not at or at >= t1 else max(0, at - t0) for at in stopped_at]
+    share = round(1 - sum(worked) / (span * len(worked)), 4)
+    if min(worked) < MIN_WORKED * span:
+        return Rated(None, share, f"a task stopped {min(worked) / span:.0%} into the window (its pool ran out or "
+                                  "its file system filled, where FxMark's stops too)")
+    return Rated(sum((b - a) * span / w for a, b, w in zip(c0, c1, worked, strict=True)), share)
+
+
+def estimate_mb(cores: int) -> float:
+    """Memory a point needs: the file system's own (a journal, trees), and DRBM's 8 MiB region a task in
+    the page cache and again in the tmpfs file under the loop device. What the operations that fill the
+    file system write is bounded by its size, at most MEMORY_SHARE of the memory (fs_size)."""
+    return 512 + cores * 2 * 8
 
 
 class Fxmark(Workload):
@@ -174,15 +199,16 @@ class Fxmark(Workload):
               "tmpfs: what it holds is destroyed, so it needs -p wipe=yes"),
         Param("wipe", False, "agree that -p device's contents are destroyed"),
         Param("size_gib", 32, "each file system's size on its loop device (FxMark's 32G; a sparse file on tmpfs: "
-              "only what is written takes memory); tmpfs's limit", "GiB"),
-        Param("files", 10_000, "files each task makes for MRDL, MRDM, MWUL, MWUM and MWRM, and makes in MWCL and "
-              "MWCM before they are cleared (FxMark: until the time is up or the file system is full)"),
-        Param("blocks", 4096, "4 KiB blocks of DWTL's file, and of DWAL's before it is cut back (FxMark: until "
-              "the file system is full)"),
+              "only what is written takes memory), at most half the machine's memory; tmpfs's limit", "GiB"),
+        Param("files", 0, "the most files a task makes: MWCL and MWCM's creates, and the pool MRDL, MRDM, MWUL, "
+              "MWUM and MWRM make first (0: FxMark's, until the file system is full or, for MRD* and MWRM, for "
+              "the warm-up and window)"),
+        Param("blocks", 0, "the most 4 KiB blocks DWAL appends and DWTL's file holds (0: FxMark's, until the "
+              "file system is full)"),
     )
     paper = ("beyond the paper: FxMark (Min et al., ATC 2016) measured the file-system layer MOSBENCH kept on "
              "tmpfs; its Figure 2 is the report's file-system table")
-    metrics_shown_apart = ("refill_share",)
+    metrics_shown_apart = ("stopped_share",)
 
     def tests(self) -> list[TestInfo]:
         try:
@@ -215,26 +241,28 @@ class Fxmark(Workload):
         return True
 
     def check_params(self, params: dict[str, Any]) -> None:
-        for name, least in (("files", 1), ("blocks", 2), ("size_gib", 1)):
+        for name, least in (("files", 0), ("blocks", 0), ("size_gib", 1)):
             if params[name] < least:
                 raise UserError(f"fxmark -p {name}={params[name]}: at least {least}")
-        if params["device"] and not params["wipe"]:
-            raise UserError(f"-p device={params['device']}: every point makes a new file system on it, destroying "
-                            "what it holds; add -p wipe=yes to agree")
+        if device := params["device"]:
+            # What the device is comes first: "add wipe=yes" to a device that is not there helps no one.
+            filesystem.check_device(device)
+            check_device_size(device)
+            if not params["wipe"]:
+                raise UserError(f"-p device={device}: every point makes a new file system on it, destroying "
+                                "what it holds; add -p wipe=yes to agree")
 
     def check_cores(self, params: dict[str, Any], cores: int) -> None:
-        """This machine's: the device free, and the memory the largest point may take."""
-        if params["device"]:
-            filesystem.check_device(params["device"])
-        need = estimate_mb(params, cores)
+        """This machine's: the memory the largest point may take."""
+        need = estimate_mb(cores)
         if need > (have := mem_available_mb()):
             raise UserError(f"fxmark at {cores} cores may take {need:,.0f} MB of memory and {have:,.0f} MB is "
-                            "available: fewer cores, or a smaller -p files or -p blocks")
+                            "available: fewer cores")
         # The loop devices' images are in the run's scratch on tmpfs (run/sweep.py's /dev/shm).
-        shm = Path("/dev/shm")
+        shm = SHM
         if not params["device"] and shm.is_dir() and need / 2 > (free := shutil.disk_usage(shm).free / 2**20):
             raise UserError(f"fxmark at {cores} cores may write {need / 2:,.0f} MB into {shm}, which has "
-                            f"{free:,.0f} MB free: fewer cores, or a smaller -p files or -p blocks")
+                            f"{free:,.0f} MB free: fewer cores")
 
     def setup(self, ctx: RunContext) -> None:
         ctx.facts["mkfs"] = {fs.name: _version(fs) for fs in filesystem.KNOWN.values()
@@ -250,24 +278,41 @@ class Fxmark(Workload):
         device = Path(p["device"]) if p["device"] and not fs.memory else None
         mounted: Mounted | None = None
         try:
+            # FxMark's file system: mkfs's own inode count, the pools filling it as FxMark's fill theirs.
             mounted = filesystem.mount_fresh(
-                fs, ctx.scratch / "fs", ctx.launcher.journal, size=int(p["size_gib"]) << 30,
-                inodes=len(ctx.cpus) * p["files"] + EXTRA_INODES, device=device,
-                image=None if device or fs.memory else ctx.scratch / "fs.img")
+                fs, ctx.scratch / "fs", ctx.launcher.journal, size=fs_size(p),
+                device=device, image=None if device or fs.memory else ctx.scratch / "fs.img")
             ctx.run.facts.setdefault("mount_options", {})[fs.name] = mounted.options
             direct = bool(p["directio"]) and op.data and not fs.memory
             metrics = {"io": "direct" if direct else "buffered"} if op.data else {}
+            # MRD* and MWRM fill their pool for "the run's length", FxMark's duration: here warm-up and window.
             return FxmarkInstance(ctx, native.binary(BINARY), mounted,
-                                  {"files": p["files"], "blocks": p["blocks"], "directio": int(direct)}, metrics)
+                                  {"files": p["files"], "blocks": p["blocks"], "directio": int(direct),
+                                   "fill_ms": round(ctx.window_end * 1000)}, metrics)
         except BaseException:
             if mounted is not None:
                 mounted.release()
             raise
 
     def columns_for(self, test: str) -> tuple[MetricColumn, ...]:
-        if not BY_NAME.get(test, OPERATIONS[0]).refills:
+        if not BY_NAME.get(test, OPERATIONS[0]).stops:
             return ()
-        return (MetricColumn("refill", lambda m: f"{m['refill_share']:.0%}" if "refill_share" in m else ""),)
+        return (MetricColumn("stopped", lambda m: f"{m['stopped_share']:.0%}" if "stopped_share" in m else ""),)
+
+
+def check_device_size(device: str) -> None:
+    """A device smaller than the least file system fxmark makes (-p size_gib's least, 1 GiB; xfs's own
+    least is 300 MiB) is refused before the run, as is one that holds nothing (a loop device with no file
+    attached reads as size 0)."""
+    try:
+        size = filesystem.block_device_size(Path(device))
+    except OSError as e:
+        raise UserError(f"-p device={device}: {e.strerror}") from None
+    if size == 0:
+        raise UserError(f"-p device={device} holds nothing (size 0: a loop device with no file attached?)")
+    if size < 1 << 30:
+        raise UserError(f"-p device={device} holds {size / 2**20:,.0f} MiB: fxmark's file systems take at least "
+                        "1 GiB")
 
 
 def _version(fs: filesystem.FileSystem) -> str:

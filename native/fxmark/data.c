@@ -113,8 +113,9 @@ MICRO_TEST(DWOM, .description = "overwrite a private block of a shared file (eac
 	   .prepare = dwom_prepare, .init = dwom_init, .run = run_pwrite);
 
 /*
- * DWAL: append a block to the task's own file (block allocation). FxMark appends until ENOSPC; here the
- * file is cut back to nothing once it holds --param blocks blocks, and that truncation is a refill.
+ * DWAL: append a block to the task's own file (block allocation). The file grows without limit, as
+ * FxMark's does: every append allocates a new block. At ENOSPC (or --param blocks appends) the task
+ * stops, as FxMark's workers do.
  */
 static int dwal_init(struct micro_task *t)
 {
@@ -122,7 +123,7 @@ static int dwal_init(struct micro_task *t)
 	if (err)
 		return err;
 	struct fx_task *f = fx(t);
-	f->pool = fx_blocks();
+	f->pool = fx_bound("blocks");
 	err = micro_path(f->path, sizeof(f->path), f->dir, "n_blk_alloc-%u.dat", t->nr);
 	return err ? err : fx_open_file(f, fx_io_flags());
 }
@@ -130,26 +131,24 @@ static int dwal_init(struct micro_task *t)
 static void dwal_run(struct micro_task *t)
 {
 	struct fx_task *f = fx(t);
-	for (;;) {
-		MICRO_FAIL_ON(t, write(f->fd, f->block, FX_BLOCK) != FX_BLOCK, "write (append)");
+	for (; f->next < f->pool; f->next++) {
+		ssize_t w = write(f->fd, f->block, FX_BLOCK);
+		if (w != FX_BLOCK) {
+			MICRO_FAIL_ON(t, w < 0 && errno != ENOSPC, "write (append)");
+			break;
+		}
 		micro_count(t);
-		if (++f->next < f->pool)
-			continue;
-		fx_refill_begin(t);
-		MICRO_FAIL_ON(t, ftruncate(f->fd, 0), "ftruncate (refill)");
-		MICRO_FAIL_ON(t, lseek(f->fd, 0, SEEK_SET) != 0, "lseek (refill)");
-		f->next = 0;
-		fx_refill_end(t);
 	}
+	fx_stop(t);
 }
 
 MICRO_TEST(DWAL, .description = "append a block to a private file (block allocation)", .init = dwal_init,
 	   .run = dwal_run);
 
 /*
- * DWTL: truncate the task's own file (in the shared root, as FxMark's) by one block. FxMark fills the file
- * system first and truncates until one block is left; here the file holds --param blocks blocks and is
- * written full again (a refill) when one is left.
+ * DWTL: truncate the task's own file (in the shared root, as FxMark's) by one block. Before the gate
+ * the file is written a block at a time until the file system is full (or --param blocks blocks), as
+ * FxMark's pre_work writes it; the task stops when one block is left.
  */
 static int dwtl_init(struct micro_task *t)
 {
@@ -157,28 +156,26 @@ static int dwtl_init(struct micro_task *t)
 	if (err)
 		return err;
 	struct fx_task *f = fx(t);
-	f->pool = f->next = fx_blocks();
 	if (!(err = micro_path(f->path, sizeof(f->path), f->dir, "u_file_tr-%u.dat", t->nr)))
 		err = fx_open_file(f, fx_io_flags());
-	return err ? err : fx_write_blocks(f->fd, f->block, f->pool);
+	for (uint64_t bound = fx_bound("blocks"); !err && f->next < bound;) {
+		ssize_t w = write(f->fd, f->block, FX_BLOCK);
+		if (w == FX_BLOCK)
+			f->next++;
+		else
+			err = w < 0 ? errno : ENOSPC;	/* a short write: the last blocks there were */
+	}
+	return err == ENOSPC ? 0 : err;
 }
 
 static void dwtl_run(struct micro_task *t)
 {
 	struct fx_task *f = fx(t);
-	for (;;) {
-		if (f->next == 1) {
-			fx_refill_begin(t);
-			MICRO_FAIL_ON(t, lseek(f->fd, FX_BLOCK, SEEK_SET) != FX_BLOCK, "lseek (refill)");
-			int err = fx_write_blocks(f->fd, f->block, f->pool - 1);
-			if (err)
-				micro_fail(t, "write (refill)", err);
-			f->next = f->pool;
-			fx_refill_end(t);
-		}
+	while (f->next > 1) {
 		MICRO_FAIL_ON(t, ftruncate(f->fd, (off_t)(--f->next) * FX_BLOCK), "ftruncate");
 		micro_count(t);
 	}
+	fx_stop(t);
 }
 
 MICRO_TEST(DWTL, .description = "truncate a private file by a block", .init = dwtl_init, .run = dwtl_run);

@@ -8,22 +8,26 @@
  * or directory, private parts of it) or H(igh: the same block, the same path). Each does and counts what
  * FxMark's does, in a directory layout of the same shape; docs/FXMARK.md lists where it must differ.
  *
- * The driver's working directory (micro.XXXXXX in the mounted file system, --workdir) is FxMark's root:
- * a task's private directory is "<workdir>/<task>", FxMark's "<root>/<worker>".
+ * FxMark's root is the driver's working directory (micro.XXXXXX in the mounted file system, --workdir),
+ * named absolutely as FxMark names its --root: every path an operation walks starts at "/", so a path
+ * walk costs what FxMark's costs when both roots are as deep. A task's private directory is
+ * "<root>/<task>", FxMark's "<root>/<worker>".
  *
- * FxMark runs each operation until its time is up or its pool runs out (an unlink benchmark stops when
- * every file is gone, an append one at ENOSPC) and divides the work by the time each worker worked. A
- * mosbench window needs the work to go on, so those operations refill their pool when it runs out
- * (re-create the unlinked files, truncate the appended file) and count nothing while they do. The time a
- * task spends refilling is published beside its count, so the harness divides by the time it worked, as
- * FxMark does:
+ * Pools are FxMark's: made before the start gate, as FxMark's pre_work makes them (until the file system
+ * is full, or for the run's length), and never made again. A task whose pool runs out (its files all
+ * unlinked or moved, its file truncated to one block) or whose file system is full (ENOSPC) stops there,
+ * as FxMark's worker does, and publishes when it stopped beside its count, so the harness divides its
+ * work by the time it worked, FxMark's works over its worker's seconds:
  *
  *   slot word 0   the count (micro_count)
- *   slot word 1   nanoseconds spent refilling, finished refills
- *   slot word 2   CLOCK_MONOTONIC nanoseconds the refill in progress began at, 0 when none
+ *   slot word 1   CLOCK_MONOTONIC nanoseconds the task stopped at; 0 while it works
  *
  * Each task's slot is 128 bytes (driver.c's SLOT_STRIDE, in the counter file's header, which
- * workloads/fxmark.py checks holds three words). Words 1 and 2 are written only by the slot's task.
+ * workloads/fxmark.py checks holds two words). Word 1 is written once, by the slot's task.
+ *
+ * --param files=N and --param blocks=N bound a pool below "until full" (0, the default: no bound), and
+ * --param fill_ms=N is "the run's length" of the operations FxMark fills for its duration (MRDL, MRDM,
+ * MWRM; 0: until full).
  */
 #ifndef MOSBENCH_FXMARK_H
 #define MOSBENCH_FXMARK_H
@@ -43,9 +47,6 @@
 #define FX_BLOCK 4096
 /* DRBM and DWOM: each task's region of the shared file (FxMark's PRIVATE_REGION_SIZE). */
 #define FX_REGION ((off_t)8 << 20)
-/* Defaults of the pools' sizes (--param files=N, --param blocks=N; workloads/fxmark.py passes its own). */
-#define FX_FILES 10000
-#define FX_BLOCKS 4096
 #define FX_PATH 4096
 
 /* A task's state: its descriptor, one page-aligned block (O_DIRECT wants it), its pool, its paths. */
@@ -54,9 +55,10 @@ struct fx_task {
 	char *block;
 	uint64_t next;		/* the pool's next item */
 	uint64_t pool;		/* the pool's size: files, or blocks */
-	uint64_t seed;		/* MRPM's path generator */
-	char dir[FX_PATH];	/* the directory the operation works in */
+	char root[FX_PATH];	/* FxMark's --root: the working directory, absolute */
+	char dir[FX_PATH];	/* the directory the operation works in: root, or root/<task> */
 	char path[FX_PATH];	/* the file it works on, where it has one */
+	char prefix[FX_PATH];	/* a pool's names but the number: "<dir>/u_file_rm-" */
 };
 
 static inline struct fx_task *fx(struct micro_task *t)
@@ -70,16 +72,34 @@ static inline int fx_io_flags(void)
 	return micro_param("directio", 0) ? O_DIRECT : 0;
 }
 
-static inline uint64_t fx_files(void)
+/* A pool's bound (--param files or blocks): UINT64_MAX, none, unless the run gives one. */
+static inline uint64_t fx_bound(const char *name)
 {
-	long n = micro_param("files", FX_FILES);
-	return n > 0 ? (uint64_t)n : 1;
+	long n = micro_param(name, 0);
+	return n > 0 ? (uint64_t)n : UINT64_MAX;
 }
 
-static inline uint64_t fx_blocks(void)
+static inline uint64_t fx_now_ns(void)
 {
-	long n = micro_param("blocks", FX_BLOCKS);
-	return n > 1 ? (uint64_t)n : 2;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* When a fill "for the run's length" ends (--param fill_ms), or UINT64_MAX: until full. */
+static inline uint64_t fx_fill_deadline(void)
+{
+	long ms = micro_param("fill_ms", 0);
+	return ms > 0 ? fx_now_ns() + (uint64_t)ms * 1000000u : UINT64_MAX;
+}
+
+/* The working directory as an absolute path, FxMark's --root: the driver works from its parent. */
+static inline int fx_root(char *buf, size_t len, const char *workdir)
+{
+	char cwd[FX_PATH];
+	if (!getcwd(cwd, sizeof(cwd)))
+		return errno;
+	return micro_path(buf, len, cwd, "%s", workdir);
 }
 
 static inline int fx_mkdir(const char *path)
@@ -87,7 +107,7 @@ static inline int fx_mkdir(const char *path)
 	return mkdir(path, 0700) && errno != EEXIST ? errno : 0;
 }
 
-/* Sets t->priv to a new task state whose dir is the task's own directory (made) or, shared, the workdir. */
+/* Sets t->priv to a new task state whose dir is the task's own directory (made) or, shared, the root. */
 static inline int fx_task_new(struct micro_task *t, bool shared)
 {
 	struct fx_task *f = calloc(1, sizeof(*f));
@@ -100,12 +120,14 @@ static inline int fx_task_new(struct micro_task *t, bool shared)
 	f->fd = -1;
 	f->block = block;
 	t->priv = f;
+	int err = fx_root(f->root, sizeof(f->root), t->workdir);
+	if (err)
+		return err;
 	if (shared) {
-		if (snprintf(f->dir, sizeof(f->dir), "%s", t->workdir) >= (int)sizeof(f->dir))
-			return ENAMETOOLONG;
+		memcpy(f->dir, f->root, sizeof(f->dir));
 		return 0;
 	}
-	int err = micro_path(f->dir, sizeof(f->dir), t->workdir, "%u", t->nr);
+	err = micro_path(f->dir, sizeof(f->dir), f->root, "%u", t->nr);
 	return err ? err : fx_mkdir(f->dir);
 }
 
@@ -139,9 +161,11 @@ static inline int fx_touch(const char *path)
 /* The shared file of DRBM, DRBH and DWOM, made in prepare() with size blocks, synced. */
 static inline int fx_make_shared_file(const char *workdir, const char *name, uint64_t blocks)
 {
-	char path[FX_PATH];
+	char root[FX_PATH], path[FX_PATH];
 	void *block = NULL;
-	int err = micro_path(path, sizeof(path), workdir, "%s", name);
+	int err = fx_root(root, sizeof(root), workdir);
+	if (!err)
+		err = micro_path(path, sizeof(path), root, "%s", name);
 	if (err)
 		return err;
 	if (posix_memalign(&block, FX_BLOCK, FX_BLOCK))
@@ -157,27 +181,15 @@ static inline int fx_make_shared_file(const char *workdir, const char *name, uin
 	return err;
 }
 
-static inline uint64_t fx_now_ns(void)
+/*
+ * The task's pool ran out or its file system is full: it stops, as FxMark's worker does, and says when,
+ * so its work is rated over the time it worked. It never counts again; the driver ends it with the rest.
+ */
+static inline _Noreturn void fx_stop(struct micro_task *t)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* The time from here to fx_refill_end is not the operation's: the harness leaves it out of the window. */
-static inline void fx_refill_begin(struct micro_task *t)
-{
-	atomic_store_explicit(t->iterations + 2, fx_now_ns(), memory_order_release);
-}
-
-static inline void fx_refill_end(struct micro_task *t)
-{
-	_Atomic uint64_t *done = t->iterations + 1, *since = t->iterations + 2;
-	uint64_t spent = fx_now_ns() - atomic_load_explicit(since, memory_order_relaxed);
-	/* The total first, then the mark: a reader that sees the mark unchanged around its read of the
-	 * total has a consistent pair (workloads/fxmark.py reads mark, total, mark). */
-	atomic_store_explicit(done, atomic_load_explicit(done, memory_order_relaxed) + spent, memory_order_release);
-	atomic_store_explicit(since, 0, memory_order_release);
+	atomic_store_explicit(t->iterations + 1, fx_now_ns(), memory_order_release);
+	for (;;)
+		pause();
 }
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * FxMark's metadata operations: path resolution (MRP*), directory reads (MRD*) and directory updates
- * (MWC*, MWU*, MWR*). One counted iteration is one call (a stat, a file made, unlinked or renamed, a
- * directory entry read), as FxMark counts its works.
+ * (MWC*, MWU*, MWR*). One counted iteration is one call (a stat, a readdir, a file made, unlinked or
+ * renamed), as FxMark counts its works, with every path named as FxMark names it, from "/".
  */
 #include "fxmark.h"
 
@@ -12,7 +12,7 @@
 #define FANOUT 8
 #define DEPTH 5
 
-/* MRPL: stat the task's own file five levels down ("<task>/0/0/0/0"). */
+/* MRPL: stat the task's own file five levels down ("<root>/<task>/0/0/0/0"). */
 static int mrpl_init(struct micro_task *t)
 {
 	int err = fx_task_new(t, false);
@@ -60,52 +60,54 @@ static int make_tree(char *path, size_t len, int level)
 	return 0;
 }
 
-/* The shared tree "<workdir>/a/b/c/d/e", every digit 0..FANOUT-1: 4680 directories and 32768 files. */
+/* The shared tree "<root>/a/b/c/d/e", every digit 0..FANOUT-1: 4680 directories and 32768 files. */
 static int tree_prepare(void *shared, const char *workdir, unsigned ntasks)
 {
 	(void)shared;
 	(void)ntasks;
 	char path[FX_PATH];
-	if (snprintf(path, sizeof(path), "%s", workdir) >= (int)sizeof(path))
-		return ENAMETOOLONG;
-	return make_tree(path, strlen(path), 0);
-}
-
-/*
- * MRPM walks the tree as FxMark's does: each path's digits are a chain of its generator
- * (x' = 1103515245 x + 12345 mod 2^32) taken mod FANOUT, the first one following the last path's first.
- * Mod 8 the chain is x' = 5x + 1 mod 8 (the constants' low bits), so the digits of the whole path follow
- * from the first, which goes round all eight values: every task walks the same eight paths, starting at
- * its own. docs/FXMARK.md says what that means for the sharing level.
- */
-static unsigned next_digit(unsigned d)
-{
-	return (5 * d + 1) % FANOUT;
+	int err = fx_root(path, sizeof(path), workdir);
+	return err ? err : make_tree(path, strlen(path), 0);
 }
 
 static int mrpm_init(struct micro_task *t)
 {
 	int err = fx_task_new(t, true);
-	if (!err)
-		fx(t)->seed = t->nr % FANOUT;
-	return err;
+	/* Room for the five digits: the loop formats without checking, as FxMark's. */
+	return err ? err : strlen(fx(t)->root) + 2 * DEPTH + 1 > FX_PATH ? ENAMETOOLONG : 0;
 }
 
+/* FxMark's path generator: the C library's linear congruential constants, 32 bits. */
+static unsigned lcg(unsigned x)
+{
+	return 1103515245u * x + 12345u;
+}
+
+/*
+ * Each iteration draws the path's digits (MRPM: a chain of the generator from the last path's first
+ * digit, which starts at the task's number; MRPH: all zero) and formats the path as FxMark does, the
+ * root and then the digits one call each, six in all: the formatting is a third of the loop's time
+ * beside a stat that hits the dentry cache. Mod FANOUT the chain is x' = 5x + 1 mod 8 (the constants'
+ * low bits), so every task walks the same eight paths, each from its own start: docs/FXMARK.md.
+ */
 static void mrp_shared_run(struct micro_task *t, bool same)
 {
 	struct fx_task *f = fx(t);
 	struct stat st;
-	unsigned d[DEPTH] = { 0 };
+	unsigned d[DEPTH] = { t->nr };
 	for (;;) {
-		if (!same) {
-			d[0] = next_digit((unsigned)f->seed);
-			f->seed = d[0];
+		if (same) {
+			for (int i = 0; i < DEPTH; i++)
+				d[i] = 0;
+		} else {
+			d[0] = lcg(d[0]);
 			for (int i = 1; i < DEPTH; i++)
-				d[i] = next_digit(d[i - 1]);
+				d[i] = lcg(d[i - 1]);
 		}
-		/* Formatted every time, as FxMark's loop does for both MRPM and MRPH. */
-		if (micro_path(f->path, sizeof(f->path), f->dir, "%u/%u/%u/%u/%u", d[0], d[1], d[2], d[3], d[4]))
-			micro_fail(t, "path too long", ENAMETOOLONG);
+		char *p = f->path;
+		p += sprintf(p, "%s", f->root);
+		for (int i = 0; i < DEPTH; i++)
+			p += sprintf(p, "%c%u", '/', d[i] % FANOUT);
 		MICRO_FAIL_ON(t, stat(f->path, &st), "stat");
 		micro_count(t);
 	}
@@ -126,30 +128,53 @@ MICRO_TEST(MRPM, .description = "path resolution: stat files of a shared five-le
 MICRO_TEST(MRPH, .description = "path resolution: stat the same file of a shared five-level tree",
 	   .prepare = tree_prepare, .init = mrpm_init, .run = mrph_run);
 
-/* Makes files [from, to) named fmt (with the task's number first where shared) in the task's directory. */
-static int make_files(struct micro_task *t, const char *fmt, uint64_t from, uint64_t to)
+/* f->path := the pool's file number i: its prefix (set in init) and the number. */
+static void pool_name(struct micro_task *t, uint64_t i)
 {
 	struct fx_task *f = fx(t);
-	for (uint64_t i = from; i < to; i++) {
-		int err = micro_path(f->path, sizeof(f->path), f->dir, fmt, t->nr, i);
-		if (!err)
-			err = fx_touch(f->path);
+	if (snprintf(f->path, sizeof(f->path), "%s%" PRIu64 ".dat", f->prefix, i) >= (int)sizeof(f->path))
+		micro_fail(t, "path too long", ENAMETOOLONG);
+}
+
+/* A new task whose pool's names are "<dir>/<fmt, with its number>": FxMark's, with or without it. */
+static int pool_task_new(struct micro_task *t, bool shared, const char *fmt)
+{
+	int err = fx_task_new(t, shared);
+	if (err)
+		return err;
+	struct fx_task *f = fx(t);
+	char name[128];
+	snprintf(name, sizeof(name), fmt, t->nr);
+	return micro_path(f->prefix, sizeof(f->prefix) - 32, f->dir, "%s", name);
+}
+
+/*
+ * The pool made before the gate, as FxMark's pre_work makes it: empty files 0, 1, ... until the file
+ * system is full, the run's length is over (with_deadline: --param fill_ms) or --param files are made.
+ * Their count in f->pool.
+ */
+static int fill_pool(struct micro_task *t, bool with_deadline)
+{
+	struct fx_task *f = fx(t);
+	uint64_t bound = fx_bound("files"), deadline = with_deadline ? fx_fill_deadline() : UINT64_MAX;
+	for (f->pool = 0; f->pool < bound && (deadline == UINT64_MAX || fx_now_ns() < deadline); f->pool++) {
+		pool_name(t, f->pool);
+		int err = fx_touch(f->path);
 		if (err)
-			return err;
+			return err == ENOSPC ? 0 : err;
 	}
 	return 0;
 }
 
 /*
- * MRDL, MRDM: read every entry of a directory, from opendir to its end, again and again; each entry read
- * is one unit. FxMark's directory holds the files its tasks made in the benchmark's duration; here each
- * task makes --param files of them. (FxMark's inner loop does not stop at the directory's end, so after
- * the first pass it counts calls that read nothing; docs/FXMARK.md.)
+ * MRDL, MRDM: FxMark's directory read. Its directory holds the files the task made for the run's length
+ * (or until full); the loop opens it once and calls readdir until the time is up, never stopping at its
+ * end, and each call is one unit: after the first pass every call is a getdents64 that finds nothing.
  */
 static int mrd_init(struct micro_task *t, bool shared)
 {
-	int err = fx_task_new(t, shared);
-	return err ? err : make_files(t, "n_dir_rd-%u-%" PRIu64 ".dat", 0, fx_files());
+	int err = pool_task_new(t, shared, shared ? "n_shdir_rd-%u-" : "n_dir_rd-%u-");
+	return err ? err : fill_pool(t, true);
 }
 
 static int mrdl_init(struct micro_task *t)
@@ -164,78 +189,69 @@ static int mrdm_init(struct micro_task *t)
 
 static void mrd_run(struct micro_task *t)
 {
-	const char *dir = fx(t)->dir;
+	DIR *d = opendir(fx(t)->dir);
+	MICRO_FAIL_ON(t, !d, "opendir");
+	struct dirent entry, *result;
 	for (;;) {
-		DIR *d = opendir(dir);
-		MICRO_FAIL_ON(t, !d, "opendir");
-		for (;;) {
-			errno = 0;
-			if (!readdir(d))
-				break;
-			micro_count(t);
-		}
-		MICRO_FAIL_ON(t, errno, "readdir");
-		closedir(d);
-	}
-}
-
-MICRO_TEST(MRDL, .description = "read the entries of a private directory", .init = mrdl_init, .run = mrd_run);
-MICRO_TEST(MRDM, .description = "read the entries of the shared directory", .init = mrdm_init, .run = mrd_run);
-
-/*
- * MWCL, MWCM: create a file of a new name (MWCM also writes a block into it, as FxMark's does) and close
- * it. FxMark's tasks create files until the time is up; here a task's last --param files files are
- * unlinked (a refill) each time it has made that many, so the directory never outgrows the file system.
- */
-static int mwcl_init(struct micro_task *t)
-{
-	int err = fx_task_new(t, false);
-	if (!err)
-		fx(t)->pool = fx_files();
-	return err;
-}
-
-static int mwcm_init(struct micro_task *t)
-{
-	int err = fx_task_new(t, true);
-	if (!err)
-		fx(t)->pool = fx_files();
-	return err;
-}
-
-static void mwc_run(struct micro_task *t, const char *fmt, bool write_block)
-{
-	struct fx_task *f = fx(t);
-	for (uint64_t made = 0;; made++) {
-		if (made == f->pool) {
-			fx_refill_begin(t);
-			for (uint64_t i = f->next - made; i < f->next; i++) {
-				if (micro_path(f->path, sizeof(f->path), f->dir, fmt, t->nr, i))
-					micro_fail(t, "path too long", ENAMETOOLONG);
-				MICRO_FAIL_ON(t, unlink(f->path), "unlink (refill)");
-			}
-			made = 0;
-			fx_refill_end(t);
-		}
-		if (micro_path(f->path, sizeof(f->path), f->dir, fmt, t->nr, f->next++))
-			micro_fail(t, "path too long", ENAMETOOLONG);
-		int fd = open(f->path, O_CREAT | O_RDWR, 0700);
-		MICRO_FAIL_ON(t, fd < 0, "open (O_CREAT)");
-		MICRO_FAIL_ON(t, write_block && write(fd, f->block, FX_BLOCK) != FX_BLOCK, "write");
-		close(fd);
+		/* readdir_r, FxMark's call: the entry copied out, as readdir alone would not. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+		int err = readdir_r(d, &entry, &result);
+#pragma GCC diagnostic pop
+		if (err)
+			micro_fail(t, "readdir_r", err);
 		micro_count(t);
 	}
 }
 
+MICRO_TEST(MRDL, .description = "read a private directory (readdir, on past its end)", .init = mrdl_init,
+	   .run = mrd_run);
+MICRO_TEST(MRDM, .description = "read the shared directory (readdir, on past its end)", .init = mrdm_init,
+	   .run = mrd_run);
+
+/*
+ * MWCL, MWCM: create a file of a new name (MWCM also writes a block into it, as FxMark's does) and close
+ * it. The directory grows without limit, as FxMark's: at ENOSPC (or --param files) the task stops.
+ */
+static int mwcl_init(struct micro_task *t)
+{
+	return pool_task_new(t, false, "n_inode_alloc-");
+}
+
+static int mwcm_init(struct micro_task *t)
+{
+	return pool_task_new(t, true, "m_file_cr-%u-");
+}
+
+static void mwc_run(struct micro_task *t, bool write_block)
+{
+	struct fx_task *f = fx(t);
+	for (uint64_t bound = fx_bound("files"); f->next < bound; f->next++) {
+		pool_name(t, f->next);
+		int fd = open(f->path, O_CREAT | O_RDWR, 0700);
+		if (fd < 0) {
+			MICRO_FAIL_ON(t, errno != ENOSPC, "open (O_CREAT)");
+			break;
+		}
+		if (write_block && write(fd, f->block, FX_BLOCK) < 0) {
+			MICRO_FAIL_ON(t, errno != ENOSPC, "write");
+			close(fd);
+			break;
+		}
+		close(fd);
+		micro_count(t);
+	}
+	fx_stop(t);
+}
+
 static void mwcl_run(struct micro_task *t)
 {
-	/* Every name holds the task's number (the shared directory's must), the private ones' too. */
-	mwc_run(t, "n_inode_alloc-%u-%" PRIu64 ".dat", false);
+	mwc_run(t, false);
 }
 
 static void mwcm_run(struct micro_task *t)
 {
-	mwc_run(t, "m_file_cr-%u-%" PRIu64 ".dat", true);
+	mwc_run(t, true);
 }
 
 MICRO_TEST(MWCL, .description = "create an empty file in a private directory", .init = mwcl_init,
@@ -244,75 +260,45 @@ MICRO_TEST(MWCM, .description = "create a file (and write a block) in the shared
 	   .run = mwcm_run);
 
 /*
- * MWUL, MWUM: unlink an empty file. FxMark makes files until the file system is full and unlinks them
- * until none is left; here each task makes --param files files, unlinks them and makes as many again,
- * under new names, when they are gone (a refill).
+ * MWUL, MWUM: unlink an empty file. Before the gate each task makes files until the file system is full
+ * (or --param files), as FxMark's pre_work, and unlinks them in the order made; it stops when none is left.
  */
-static const char *const mwul_fmt = "u_file_rm-%u-%" PRIu64 ".dat";
-static const char *const mwum_fmt = "u_sh_file_rm-%u-%" PRIu64 ".dat";
-
-static int mwu_init(struct micro_task *t, bool shared, const char *fmt)
-{
-	int err = fx_task_new(t, shared);
-	if (err)
-		return err;
-	fx(t)->pool = fx_files();
-	return make_files(t, fmt, 0, fx(t)->pool);
-}
-
 static int mwul_init(struct micro_task *t)
 {
-	return mwu_init(t, false, mwul_fmt);
+	int err = pool_task_new(t, false, "u_file_rm-");
+	return err ? err : fill_pool(t, false);
 }
 
 static int mwum_init(struct micro_task *t)
 {
-	return mwu_init(t, true, mwum_fmt);
+	int err = pool_task_new(t, true, "u_sh_file_rm-%u-");
+	return err ? err : fill_pool(t, false);
 }
 
-static void mwu_run(struct micro_task *t, const char *fmt)
+static void mwu_run(struct micro_task *t)
 {
 	struct fx_task *f = fx(t);
-	for (uint64_t left = f->pool;; left--) {
-		if (!left) {
-			fx_refill_begin(t);
-			int err = make_files(t, fmt, f->next, f->next + f->pool);
-			if (err)
-				micro_fail(t, "open (O_CREAT, refill)", err);
-			left = f->pool;
-			fx_refill_end(t);
-		}
-		if (micro_path(f->path, sizeof(f->path), f->dir, fmt, t->nr, f->next++))
-			micro_fail(t, "path too long", ENAMETOOLONG);
+	for (; f->next < f->pool; f->next++) {
+		pool_name(t, f->next);
 		MICRO_FAIL_ON(t, unlink(f->path), "unlink");
 		micro_count(t);
 	}
-}
-
-static void mwul_run(struct micro_task *t)
-{
-	mwu_run(t, mwul_fmt);
-}
-
-static void mwum_run(struct micro_task *t)
-{
-	mwu_run(t, mwum_fmt);
+	fx_stop(t);
 }
 
 MICRO_TEST(MWUL, .description = "unlink an empty file in a private directory", .init = mwul_init,
-	   .run = mwul_run);
+	   .run = mwu_run);
 MICRO_TEST(MWUM, .description = "unlink an empty file in the shared directory", .init = mwum_init,
-	   .run = mwum_run);
+	   .run = mwu_run);
 
 /* MWRL: rename the task's one file in its own directory to the next name, and so on (the rename lock). */
 static int mwrl_init(struct micro_task *t)
 {
-	int err = fx_task_new(t, false);
+	int err = pool_task_new(t, false, "n_file_rename-");
 	if (err)
 		return err;
 	struct fx_task *f = fx(t);
-	if ((err = micro_path(f->path, sizeof(f->path), f->dir, "n_file_rename-0.dat")))
-		return err;
+	pool_name(t, 0);
 	int fd = open(f->path, O_CREAT | O_RDWR, 0700);
 	if (fd < 0)
 		return errno;
@@ -324,14 +310,13 @@ static int mwrl_init(struct micro_task *t)
 static void mwrl_run(struct micro_task *t)
 {
 	struct fx_task *f = fx(t);
-	char other[FX_PATH], *from = f->path, *to = other;
+	char from[FX_PATH];
 	for (;;) {
-		if (micro_path(to, FX_PATH, f->dir, "n_file_rename-%" PRIu64 ".dat", ++f->next))
-			micro_fail(t, "path too long", ENAMETOOLONG);
-		MICRO_FAIL_ON(t, rename(from, to), "rename");
-		char *done = from;
-		from = to;
-		to = done;
+		/* Both names formatted every time, as FxMark's loop does. */
+		pool_name(t, f->next);
+		memcpy(from, f->path, sizeof(from));
+		pool_name(t, ++f->next);
+		MICRO_FAIL_ON(t, rename(from, f->path), "rename");
 		micro_count(t);
 	}
 }
@@ -339,47 +324,37 @@ static void mwrl_run(struct micro_task *t)
 MICRO_TEST(MWRL, .description = "rename a file in a private directory", .init = mwrl_init, .run = mwrl_run);
 
 /*
- * MWRM: move a file from the task's own directory into the shared one. FxMark's tasks make files for the
- * benchmark's duration and move them until none is left; here each task makes --param files files and,
- * once all are moved, moves them back (a refill).
+ * MWRM: move a file from the task's own directory into the shared one. Before the gate each task makes
+ * files for the run's length (or until full), then unlinks the last 5% and one more, so the moves find
+ * room, as FxMark's pre_work does; it stops when every file is moved.
  */
-static const char *const mwrm_fmt = "n_dir_ins-%u-%" PRIu64 ".dat";
-
 static int mwrm_init(struct micro_task *t)
 {
-	int err = fx_task_new(t, false);
+	int err = pool_task_new(t, false, "n_dir_ins-%u-");
+	if (!err)
+		err = fill_pool(t, true);
 	if (err)
 		return err;
-	fx(t)->pool = fx_files();
-	return make_files(t, mwrm_fmt, 0, fx(t)->pool);
-}
-
-/* The file's two places: in the task's directory and in the shared one (the workdir). */
-static void mwrm_paths(struct micro_task *t, uint64_t i, char *mine, char *shared)
-{
-	if (micro_path(mine, FX_PATH, fx(t)->dir, mwrm_fmt, t->nr, i) ||
-	    micro_path(shared, FX_PATH, t->workdir, mwrm_fmt, t->nr, i))
-		micro_fail(t, "path too long", ENAMETOOLONG);
+	struct fx_task *f = fx(t);
+	for (uint64_t drop = (uint64_t)((double)f->pool * 0.05) + 1; !err && drop && f->pool; drop--) {
+		pool_name(t, --f->pool);
+		err = unlink(f->path) ? errno : 0;
+	}
+	return err;
 }
 
 static void mwrm_run(struct micro_task *t)
 {
 	struct fx_task *f = fx(t);
-	char shared[FX_PATH];
-	for (;;) {
-		if (f->next == f->pool) {
-			fx_refill_begin(t);
-			for (uint64_t i = 0; i < f->pool; i++) {
-				mwrm_paths(t, i, f->path, shared);
-				MICRO_FAIL_ON(t, rename(shared, f->path), "rename (refill)");
-			}
-			f->next = 0;
-			fx_refill_end(t);
-		}
-		mwrm_paths(t, f->next++, f->path, shared);
-		MICRO_FAIL_ON(t, rename(f->path, shared), "rename");
+	char to[FX_PATH];
+	for (; f->next < f->pool; f->next++) {
+		pool_name(t, f->next);
+		if (micro_path(to, sizeof(to), f->root, "%s", strrchr(f->path, '/') + 1))
+			micro_fail(t, "path too long", ENAMETOOLONG);
+		MICRO_FAIL_ON(t, rename(f->path, to), "rename");
 		micro_count(t);
 	}
+	fx_stop(t);
 }
 
 MICRO_TEST(MWRM, .description = "move a file from a private directory into the shared one", .init = mwrm_init,
