@@ -1,4 +1,8 @@
-"""Stores of many runs with changes planted where the test says, for `mosbench history`'s tests."""
+"""Stores of many runs with changes planted where the test says, for `mosbench history`'s tests.
+
+`fill` writes a store (SQLite) through the same tables `mosbench run` writes; `sweep` makes a store's series in
+memory (a 16-core micro sweep: tests × two variants × 1-16 cores, 3 trials a run), with the noise a machine
+shows between nights, for measuring detection over hundreds of stores in seconds."""
 
 from __future__ import annotations
 
@@ -21,6 +25,77 @@ class Planted:
     cores: tuple[int, ...] = CORES
     tests: tuple[str, ...] = ("t0",)
     environment: dict = field(default_factory=dict)  # facts that change with it, from run `at` on
+    variants: tuple[str, ...] = ("procs", "threads")  # where `sweep` makes both
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A trend: the level moves evenly from run `start` (0-based, the last at the old level) to run `end`,
+    where it has moved by `factor` in all; in these tests at every core count and variant."""
+
+    start: int
+    end: int
+    factor: float
+    tests: tuple[str, ...] = ("t0",)
+
+    def at(self, i: int) -> float:
+        share = min(1.0, max(0.0, (i - self.start) / (self.end - self.start)))
+        return 1 + (self.factor - 1) * share
+
+
+@dataclass(frozen=True)
+class Noise:
+    """What varies between and within nights: each trial uniform within ±`trials` of its run's level; each run
+    on one of two machine modes (the second `modes` slower, chosen at random per run, for every series alike:
+    a boot's placement or a firmware state); `outlier` runs (never the first or the newest two) `outlier_factor`
+    of their level everywhere (a disturbed night)."""
+
+    trials: float = 0.04
+    modes: float = 0.02
+    outlier: int = 0
+    outlier_factor: float = 0.7
+
+
+SWEEP = (1, 2, 4, 8, 16)
+VARIANTS = ("procs", "threads")
+
+
+@dataclass(frozen=True)
+class SweepSeries:
+    test: str
+    variant: str
+    cores: int
+    trials: list[tuple[float, ...]]  # per run, oldest first
+
+
+def sweep(n_runs: int, seed: int, steps: tuple[Planted, ...] = (), drifts: tuple[Drift, ...] = (),
+          noise: Noise = Noise(), tests: int = 6, trials: int = 3) -> list[SweepSeries]:
+    """A store's series in memory: `tests` micro tests × VARIANTS × SWEEP cores (60 series by default) over
+    n_runs runs, `trials` trials a run, with `steps` and `drifts` planted and `noise` as the machine makes it."""
+    rng = random.Random(seed)
+    slow = [rng.random() < 0.5 for _ in range(n_runs)]
+    disturbed = set(rng.sample(range(1, n_runs - 2), noise.outlier)) if noise.outlier else set()
+    out = []
+    for t in range(tests):
+        name = f"t{t}"
+        for variant in VARIANTS:
+            for cores in SWEEP:
+                base = 1e6 * (1 + 0.1 * t) * (1 - 0.04 * (cores.bit_length() - 1))
+                runs_trials = []
+                for i in range(n_runs):
+                    level = base * (1 - noise.modes if slow[i] else 1.0)
+                    if i in disturbed:
+                        level *= noise.outlier_factor
+                    for step in steps:
+                        if i >= step.at and cores in step.cores and name in step.tests and variant in step.variants:
+                            level *= step.factor
+                    for drift in drifts:
+                        if name in drift.tests:
+                            level *= drift.at(i)
+                    runs_trials.append(tuple(level * (1 + rng.uniform(-noise.trials, noise.trials))
+                                             for _ in range(trials)))
+                out.append(SweepSeries(name, variant, cores, runs_trials))
+    return out
 
 
 def environment(i: int, changes: list[Planted], host: str = "big", kernel: str = "6.1.0") -> dict:

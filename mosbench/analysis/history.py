@@ -2,30 +2,35 @@
 
 A kernel developer runs the same suite on every release or every night and asks where a number changed
 and why. Each (workload, test, variant, cores) becomes a series over the machine's runs, in time, kernel
-version or commit order. Candidate changes come from PELT (ruptures) on the runs' mean per-core
-throughputs, scaled by the series' median so that one penalty fits every test; the penalty is a BIC
-(2σ² ln n) with σ the series' own run-to-run noise, read robustly from its successive differences so
-that the step itself does not inflate it. The newest run is also a candidate on its own (it may begin a
-change that has one run so far: the CI gate's case), which PELT's two-run minimum segment cannot find.
+version or commit order, and the search goes as Otava's does (Fleming et al., "Hunter", ICPE 2023): a
+first pass finds candidate boundaries, then the weakest is merged away and its neighbours re-tested on
+their longer sides, again, until every boundary left is confirmed.
 
-A candidate is kept only where the two sides differ by Welch's t-test, as `compare` decides: between
-the runs' means where each side has three runs or more (the runs are the replicates, so run-to-run
-noise counts), otherwise between the trials. The p-values of all candidates of all series are corrected
-together, in two steps. PELT chose each boundary because the two sides looked different there, so its
-p-value is first multiplied by the positions PELT could have chosen in that stretch (Bonferroni over the
-split points: without it 13% of unchanged series showed a change); the newest run's candidate has one
-position. Then every series' candidates together (Holm, family-wise at ALPHA): a suite of hundreds of
-series tests hundreds of candidates, and uncorrected 5% would find changes every night.
+1. Candidates: PELT on the runs' mean per-core throughputs, scaled by the series' median so that one
+   penalty fits every test (a BIC, 2σ² ln n, with σ the series' own run-to-run noise read from its
+   successive differences); the newest run is a candidate of its own (a change it begins has one run so
+   far: the CI gate's case).
+2. Merge: each boundary is tested between the two levels around it (Welch's test between their run means,
+   each side's spread at least σ, since a side of one or two runs says nothing of how runs vary), its p
+   corrected for the split points it could have taken; the weakest goes while one fails, and a level of one
+   run between two boundaries (an outlier, not a level) always loses its weaker boundary first.
+3. Drifts: consecutive boundaries that move one way, or a series with none, are fitted as a ramp too (a
+   level, a straight stretch, a level); where the ramp explains the runs better, by the same BIC, it
+   replaces them as one drift with its total size.
+4. Events: the boundaries of one test's series (its variants and core counts) that lie within
+   CLUSTER_RUNS of each other are one change, moved to the run that best explains them all.
+5. Every series' candidates are corrected together (Holm, family-wise at FAMILY_ALPHA): a suite of hundreds of
+   series tests hundreds of candidates, and uncorrected 5% would find changes every night.
 
-The changes of one test and variant at one boundary are one shift. A shift that moved one core too is a
-cost every core pays; one that left one core alone and moved the higher counts changed scalability (the
-per-core ratio itself). A shift names the other tests that shifted at the same boundary and the
-environment's differences across it (kernel, its options, THP, mitigations, cgroups, microcode, the
-servers' packages).
+The changes of one test and variant at one boundary are one shift. Its kind comes from one core and the most
+cores across the same runs (a cost every core pays, a scalability change, ...); it names the other tests
+that shifted at the same run and the environment's differences across it (kernel, its options, THP,
+mitigations, cgroups, microcode, the servers' packages).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import statistics
@@ -37,24 +42,58 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import ruptures
-from scipy import stats
 
 from mosbench.analysis.cells import counts
-from mosbench.analysis.compare import environment_differences, welch
 from mosbench.errors import UserError
 from mosbench.workloads.base import test_name
 
-ALPHA = 0.05
-# Runs a side needs before the runs themselves, not their trials, are the replicates.
-RUNS_AS_REPLICATES = 3
+ALPHA = 0.05  # one comparison's: a core count's own test across a change, and the 95% intervals
+# The family's: the chance that a machine's history shows any false change. One false alarm in a hundred
+# nights: at 0.05 two machine modes that happened to cluster made 3.5% of unchanged 60-series stores show
+# one (benchmarks/history_vs_otava.py).
+FAMILY_ALPHA = 0.01
 # The least run-to-run noise assumed (relative): below it a perfectly steady series would call a 0.1%
 # step a change.
 NOISE_FLOOR = 0.005
 # A series needs this many measured runs before changes are looked for in it.
 FEWEST_RUNS = 4
+# The fewest runs of a level between two changes: one run is an outlier, not a level (the newest run alone
+# is the exception: a change it begins has one run so far).
+MIN_SEGMENT = 2
+# Boundaries of one test's series this many runs apart or closer are one change (a step shows at one run at
+# some core counts and the next at others, as noise places it).
+CLUSTER_RUNS = 2
+# The fewest runs a drift's straight stretch spans; a shorter one is a step.
+MIN_RAMP = 3
+# A ramp's BIC penalty, in ln n (a boundary's is 2): a ramp has one parameter more than a step, and noise
+# bends a step's sides into a ramp's often enough at 3 that a drift needs clearly more than a step gives.
+RAMP_PENALTY = 5
 # Environment facts that differ between any two runs and explain nothing.
 TRANSIENT_FACTS = ("harness_scheduling", "profiling", "merged_from", "ab", "bisect", "hostname")
+
+
+# scipy.stats takes a second or two to import: brought in on the first test a history makes, so a
+# command that has none to make (a short history, --help) starts without it.
+def t_two_sided(t: float, df: float) -> float:
+    """P(|T| >= |t|) for Student's t with df degrees of freedom."""
+    from scipy import stats
+
+    return float(2 * stats.t.sf(abs(t), df))
+
+
+@functools.lru_cache(maxsize=4096)
+def t_quantile(level: float, df: float) -> float:
+    """The t that a two-sided interval of confidence `level` reaches (level 0.95: the 97.5% quantile)."""
+    from scipy import stats
+
+    return float(stats.t.ppf(0.5 + level / 2, df))
+
+
+def kolmogorov_tail(x: float) -> float:
+    """P(sup |B(t)| >= x) for a Brownian bridge B: Kolmogorov's limiting distribution's upper tail."""
+    from scipy import stats
+
+    return float(stats.kstwobign.sf(x))
 
 
 class Order(Enum):
@@ -144,10 +183,17 @@ class Difference:
         return self.p is not None and self.p < alpha
 
 
+class Shape(Enum):
+    """How a level moved: at once between two runs, or evenly over a stretch of them."""
+
+    STEP = "step"
+    DRIFT = "drift"
+
+
 @dataclass(frozen=True)
 class Change:
     """A confirmed change of one point: from run `before` (the last of the old level) to `after` (the
-    first of the new), both indices into the history's runs."""
+    first of the new), both indices into the history's runs; a drift's are the ends of its stretch."""
 
     cores: int
     before: int
@@ -170,37 +216,43 @@ class Shift:
     scaling: tuple[float, float] | None  # per-core ratio, most cores to one, before and after
     environment: list[tuple[str, list[str]]]  # the facts that differ between `before` and `after`
     with_it: list[SeriesKey] = field(default_factory=list)  # other series that shifted at the same boundary
+    shape: Shape = Shape.STEP
 
     @property
     def ratio(self) -> float:
         """The size of the shift: its change at the most cores."""
         return max(self.changes, key=lambda c: c.cores).difference.ratio
 
+    def moved(self) -> dict[int, Difference]:
+        """The core counts whose own test across the same runs says they moved (unadjusted p < ALPHA)."""
+        return {c: d for c, d in sorted(self.by_cores.items()) if d.significant()}
+
     def kind(self) -> Kind:
         counts = sorted(self.by_cores)
         if len(counts) < 2 or counts[0] != 1:
             return Kind.UNKNOWN
-        one, most = self.by_cores[counts[0]], self.by_cores[counts[-1]]
-        if one.significant() and most.significant():
+        moved = self.moved()
+        if len({d.ratio > 1 for d in moved.values()}) > 1:
+            return Kind.OPPOSITE
+        one, most = counts[0] in moved, counts[-1] in moved
+        if one and most:
             return Kind.EVERY_CORE
-        if most.significant():
+        if most:
             return Kind.SCALABILITY
-        return Kind.ONE_CORE
+        if one:
+            return Kind.ONE_CORE
+        return Kind.SOME_CORES
 
 
 class Kind(Enum):
-    """What a shift changed, read from one core and the most cores across the same runs."""
+    """What a shift changed, read from every core count across the same runs."""
 
-    EVERY_CORE = "every core"
-    SCALABILITY = "scalability"
-    ONE_CORE = "one core"
-    UNKNOWN = "unknown"
-
-    def explain(self) -> str:
-        return {Kind.EVERY_CORE: "one core moved too: a cost every core pays",
-                Kind.SCALABILITY: "one core did not move, the most cores did: the per-core ratio itself moved",
-                Kind.ONE_CORE: "one core moved, the most cores did not",
-                Kind.UNKNOWN: "no one-core point to tell a cost from a scalability change"}[self]
+    EVERY_CORE = "every core"  # one core and the most cores moved, the same way
+    SCALABILITY = "scalability"  # the most cores moved, one core did not
+    ONE_CORE = "one core"  # one core moved, the most cores did not
+    SOME_CORES = "some cores"  # neither one core nor the most cores moved; some counts between did
+    OPPOSITE = "opposite ways"  # some core counts moved up and others down
+    UNKNOWN = "unknown"  # no one-core point to tell a cost from a scalability change
 
 
 @dataclass
@@ -210,14 +262,14 @@ class History:
     runs: list[RunInfo]
     series: list[PointSeries]
     shifts: list[Shift]
-    candidates: int  # the candidates tested, over which the correction was made
+    candidates: int  # the hypotheses tested, over which the correction was made
     other_machines: list[tuple[Machine, int]]  # the store's other machines and their runs
     left_out: list[str]  # runs not placed in this order, and why
 
     def begins_at_newest(self) -> list[Shift]:
-        """The shifts whose first run of the new level is the newest run."""
+        """The steps whose first run of the new level is the newest run (a drift begins nowhere)."""
         newest = len(self.runs) - 1
-        return [s for s in self.shifts if s.after == newest]
+        return [s for s in self.shifts if s.after == newest and s.shape is Shape.STEP]
 
     def worse_than(self, percent: float) -> list[Shift]:
         """Shifts the newest run begins that lowered throughput by more than `percent` at some core count."""
@@ -294,37 +346,57 @@ def noise(values: np.ndarray) -> float:
     trimmed = diffs[:keep]
     # E[d² | |d| below its q-quantile] for d ~ N(0, 2σ²): the trimmed mean square's share of the whole.
     q = keep / len(diffs)
-    z = stats.norm.ppf(0.5 + q / 2)
-    share = 1 - 2 * z * stats.norm.pdf(z) / q
+    normal = statistics.NormalDist()
+    z = normal.inv_cdf(0.5 + q / 2)
+    share = 1 - 2 * z * normal.pdf(z) / q
     return max(math.sqrt(float(np.mean(trimmed**2)) / (2 * share)), NOISE_FLOOR)
 
 
-class _MeanShift(ruptures.base.BaseCost):
-    """ruptures' l2 cost (a segment's squared deviations from its mean) from running sums: O(1) a segment
-    where CostL2 takes the segment's variance, which made PELT over 500 runs take minutes a series."""
+class _Sums:
+    """Running sums of a series: any stretch's squared deviations from its own mean in O(1)."""
 
-    model = "mean shift"
-    min_size = 2
-
-    def fit(self, signal: np.ndarray) -> _MeanShift:
-        values = np.asarray(signal, dtype=float).ravel()
-        self.signal = values.reshape(-1, 1)  # ruptures reads the sample count from it
+    def __init__(self, values: np.ndarray) -> None:
         self.sums = np.concatenate(([0.0], np.cumsum(values)))
         self.squares = np.concatenate(([0.0], np.cumsum(values**2)))
-        return self
 
-    def error(self, start: int, end: int) -> float:
-        n = end - start
+    def cost(self, start: Any, end: Any) -> Any:
+        """The squared deviations of [start, end) from its mean (arrays of starts or ends at once)."""
         total = self.sums[end] - self.sums[start]
-        return float(self.squares[end] - self.squares[start] - total * total / n)
+        return self.squares[end] - self.squares[start] - total * total / (np.asarray(end) - np.asarray(start))
 
-    def split_costs(self, lo: int, splits: np.ndarray, hi: int) -> np.ndarray:
-        """The cost of [lo, b) and [b, hi) for each b in `splits`, at once."""
-        def cost(a: np.ndarray | int, b: np.ndarray | int) -> np.ndarray:
-            total = self.sums[b] - self.sums[a]
-            return self.squares[b] - self.squares[a] - total * total / (np.asarray(b) - np.asarray(a))
 
-        return cost(lo, splits) + cost(splits, hi)
+def pelt(values: np.ndarray, penalty: float, jump: int = 1) -> list[int]:
+    """The boundaries (each the first index of a new level; levels of MIN_SEGMENT values or more) that
+    minimise the squared deviations from each level's mean plus `penalty` a boundary, among every `jump`-th
+    index: Killick, Fearnhead and Eckley's pruned search. In plain floats: a series of tens of runs is
+    faster so than through numpy's per-call cost, and one of hundreds is looked at every `jump`-th run."""
+    n = len(values)
+    sums, squares = [0.0], [0.0]
+    for x in values.tolist():
+        sums.append(sums[-1] + x)
+        squares.append(squares[-1] + x * x)
+
+    def cost(start: int, end: int) -> float:
+        total = sums[end] - sums[start]
+        return squares[end] - squares[start] - total * total / (end - start)
+
+    best: dict[int, float] = {0: -penalty}
+    last: dict[int, int] = {0: 0}
+    alive = [0]
+    for end in sorted(set(range(jump, n, jump)) | {n}):
+        fits = [(best[s] + cost(s, end), s) for s in alive if end - s >= MIN_SEGMENT]
+        if not fits:
+            continue
+        fit, start = min(fits)
+        best[end], last[end] = fit + penalty, start
+        # A start whose fit to here already costs more than the best with a boundary here never wins later.
+        alive = [s for s in alive if end - s < MIN_SEGMENT] + [s for f, s in fits if f <= best[end]] + [end]
+    if n not in best:
+        return []
+    bounds, end = [], n
+    while (end := last[end]) > 0:
+        bounds.append(end)
+    return sorted(bounds)
 
 
 # PELT looks at every JUMP-th run as a boundary, so that its work stays near SPLIT_POINTS² a series
@@ -339,68 +411,194 @@ def candidates(values: np.ndarray, sigma: float) -> list[int]:
     if n < FEWEST_RUNS:
         return []
     jump = max(1, math.ceil(n / SPLIT_POINTS))
-    cost = _MeanShift()
-    found = ruptures.Pelt(custom_cost=cost, min_size=2, jump=jump).fit(values).predict(
-        pen=2 * sigma**2 * math.log(n))
-    bounds = [0, *found]
+    found = pelt(values, 2 * sigma**2 * math.log(n), jump)
+    if jump == 1:
+        return found
+    sums = _Sums(values)
+    bounds = [0, *found, n]
     placed = []
     for i in range(1, len(bounds) - 1):
         lo, b, hi = bounds[i - 1], bounds[i], bounds[i + 1]
-        splits = np.arange(max(lo + 2, b - jump + 1), min(hi - 2, b + jump - 1) + 1)
-        placed.append(int(splits[np.argmin(cost.split_costs(lo, splits, hi))]) if len(splits) else b)
+        splits = np.arange(max(lo + MIN_SEGMENT, b - jump + 1), min(hi - MIN_SEGMENT, b + jump - 1) + 1)
+        if len(splits):
+            b = int(splits[np.argmin(sums.cost(lo, splits) + sums.cost(splits, hi))])
+        placed.append(b)
     # Two coarse boundaries either side of one step both settle on it.
     return sorted(set(placed))
 
 
-def difference(series: PointSeries, before: list[int], after: list[int], spread_floor: float = 0.0
-               ) -> Difference | None:
-    """The runs `after` against the runs `before`; None where a side has too little to test.
-
-    Where each side has RUNS_AS_REPLICATES runs, Welch's test between their run means (run-to-run noise is
-    the noise that matters between runs). Where one side is shorter (the newest run alone), its mean
-    against the longer side's with the longer side's run-to-run spread: the short side's own few trials
-    say nothing of how runs vary, and three trials that happened to agree made 1% of unchanged series
-    significant at 1e-4. That spread is at least `spread_floor`, the whole series' run-to-run noise: the
-    longer side is a level PELT found, chosen for being even. Where both sides are short, Welch's test
-    between their trials, as compare does."""
-    if not before or not after:
-        return None
-    means_a = [statistics.fmean(series.trials[i]) for i in before]
-    means_b = [statistics.fmean(series.trials[i]) for i in after]
-    if len(before) >= RUNS_AS_REPLICATES and len(after) >= RUNS_AS_REPLICATES:
-        ratio, low, high, p = welch(means_a, means_b)
-        return Difference(ratio, low, high, p, "runs")
-    if max(len(before), len(after)) >= RUNS_AS_REPLICATES:
-        return _against_spread(means_a, means_b, spread_floor)
-    ratio, low, high, p = welch([x for i in before for x in series.trials[i]],
-                                [x for i in after for x in series.trials[i]])
-    return Difference(ratio, low, high, p, "trials")
+def _difference(a: np.ndarray, b: np.ndarray, floor: float, floor_df: float) -> Difference:
+    """mean(b) / mean(a) with its 95% interval and Welch's p between the two sides' run means, each side's
+    variance at least floor² (the series' run-to-run noise, read from all its runs with floor_df degrees of
+    freedom): a side of one run has only that, and two runs that happened to agree say nothing of how runs
+    vary."""
+    ma, mb = float(a.mean()), float(b.mean())
+    parts = []
+    for side in (a, b):
+        own = float(side.var(ddof=1)) if len(side) >= 2 else 0.0
+        variance, df = (own, len(side) - 1) if own > floor * floor else (floor * floor, floor_df)
+        parts.append((variance / len(side), df))
+    se2 = sum(v for v, _ in parts)
+    if se2 == 0:
+        return Difference(mb / ma, mb / ma, mb / ma, 1.0 if ma == mb else 0.0, "runs")
+    df = se2 * se2 / sum(v * v / d for v, d in parts)
+    se = math.sqrt(se2)
+    half = t_quantile(1 - ALPHA, df) * se
+    return Difference(mb / ma, (mb - half) / ma, (mb + half) / ma, t_two_sided((mb - ma) / se, df), "runs")
 
 
 def cusum(values: np.ndarray, sigma: float) -> float:
     """The p-value of a change in mean anywhere in `values` (noise σ): the largest CUSUM deviation against
     the supremum of a Brownian bridge (Kolmogorov's distribution), which counts every split point that
     could have been chosen."""
-    n = len(values)
     sums = np.cumsum(values - values.mean())
-    return float(stats.kstwobign.sf(np.max(np.abs(sums)) / (sigma * math.sqrt(n))))
+    return kolmogorov_tail(float(np.max(np.abs(sums))) / (sigma * math.sqrt(len(values))))
 
 
-def _against_spread(before: list[float], after: list[float], floor: float) -> Difference:
-    """The shorter side's mean against the longer side's, the variance of one run mean taken from the
-    longer side alone (a t-test with its degrees of freedom)."""
-    long_side = before if len(before) >= len(after) else after
-    m, k = len(long_side), min(len(before), len(after))
-    spread = max(statistics.stdev(long_side), floor)
-    ma, mb = statistics.fmean(before), statistics.fmean(after)
-    ratio = mb / ma
-    se = spread * math.sqrt(1 / m + 1 / k)
-    if se == 0:
-        return Difference(ratio, ratio, ratio, 1.0 if ma == mb else 0.0, "runs against the longer side's spread")
-    t = (mb - ma) / se
-    p = float(2 * stats.t.sf(abs(t), m - 1))
-    half = stats.t.ppf(1 - ALPHA / 2, m - 1) * se
-    return Difference(ratio, (mb - half) / ma, (mb + half) / ma, p, "runs against the longer side's spread")
+@dataclass(frozen=True)
+class _Ramp:
+    """A drift in a series' measured runs: level until `a`, a straight stretch to `b`, level from `b`."""
+
+    lo: int  # the stretch fitted, [lo, hi)
+    a: int
+    b: int
+    hi: int
+    difference: Difference
+    p_selected: float
+
+
+class _Fit:
+    """One series as the search sees it: its measured runs' means, scaled by their median, their noise σ, and
+    the boundaries and drifts found in them (indices into the measured runs)."""
+
+    def __init__(self, series: PointSeries, newest: int) -> None:
+        self.series = series
+        self.measured = series.measured()
+        self.means = np.asarray([statistics.fmean(series.trials[i]) for i in self.measured])
+        self.level = float(np.median(self.means)) if len(self.means) else 0.0
+        usable = len(self.measured) >= FEWEST_RUNS and self.level > 0
+        self.scaled = self.means / self.level if usable else self.means
+        self.sigma = noise(self.scaled) if usable else NOISE_FLOOR
+        self.sums = _Sums(self.scaled)
+        self.bounds: list[int] = candidates(self.scaled, self.sigma) if usable else []
+        self.newest = usable and self.measured[-1] == newest
+        # The newest run against the level before it: a change it begins has one run so far.
+        if self.newest and len(self.measured) - 1 not in self.bounds:
+            self.bounds.append(len(self.measured) - 1)
+        self.ramps: list[_Ramp] = []
+        self.usable = usable
+
+    @property
+    def n(self) -> int:
+        return len(self.measured)
+
+    def edges(self) -> list[int]:
+        return [0, *self.bounds, self.n]
+
+    def test(self, j: int) -> tuple[Difference, float]:
+        """Boundary j between the levels either side of it: the difference and its p corrected for the
+        choice of the boundary (the larger of Welch's p times the split points the series offered and the
+        CUSUM p of a change anywhere in the two levels); the newest run alone was chosen for being newest."""
+        edges = self.edges()
+        lo, b, hi = edges[j], edges[j + 1], edges[j + 2]
+        d = _difference(self.means[lo:b], self.means[b:hi], self.sigma * self.level, max(1, self.n - 2))
+        p = d.p if d.p is not None else 1.0
+        if b == self.n - 1 and self.newest:
+            return d, p
+        return d, min(1.0, max(p * max(1, self.n - 3), cusum(self.scaled[lo:hi], self.sigma)))
+
+    def merge(self, threshold: float) -> None:
+        """Otava's merge: while a boundary fails `threshold`, the weakest goes and its neighbours are tested
+        again on their longer sides; a level of one run between two boundaries loses the weaker first."""
+        while self.bounds:
+            edges = self.edges()
+            ps = [self.test(j)[1] for j in range(len(self.bounds))]
+            lonely = [j for j in range(1, len(self.bounds)) if edges[j + 1] - edges[j] < MIN_SEGMENT]
+            if lonely:
+                j = lonely[0]
+                weakest = j - 1 if ps[j - 1] >= ps[j] else j
+            else:
+                weakest = int(np.argmax(ps))
+                if ps[weakest] <= threshold:
+                    return
+            del self.bounds[weakest]
+
+    def cost(self, lo: int, b: int, hi: int) -> float:
+        """The squared deviations of [lo, hi) split at b, in units of the series' noise."""
+        return float(self.sums.cost(lo, b) + self.sums.cost(b, hi)) / self.sigma**2
+
+    def drifts(self, threshold: float) -> None:
+        """Replace by a drift each run of boundaries that all move one way where a ramp explains their runs
+        better (BIC: a boundary costs 2 ln n, a ramp 3 ln n); in a series without boundaries, a ramp over
+        all its runs where they hold a change somewhere (CUSUM)."""
+        log_n = math.log(self.n)
+        if not self.bounds:
+            if self.n >= FEWEST_RUNS + MIN_RAMP - 1 and cusum(self.scaled, self.sigma) < threshold:
+                ramp = self._ramp(0, self.n)
+                level = float(self.sums.cost(0, self.n)) / self.sigma**2
+                if ramp is not None and ramp[0] + RAMP_PENALTY * log_n < level:
+                    self.ramps.append(ramp[1])
+            return
+        ups = [self.test(j)[0].ratio > 1 for j in range(len(self.bounds))]
+        j = 0
+        while j < len(self.bounds):
+            k = j
+            while k + 1 < len(self.bounds) and ups[k + 1] == ups[j]:
+                k += 1
+            edges = self.edges()
+            lo, hi = edges[j], edges[k + 2]
+            steps = sum(float(self.sums.cost(a, b)) for a, b in zip(edges[j:k + 2], edges[j + 1:k + 3], strict=True))
+            ramp = self._ramp(lo, hi)
+            if ramp is not None and ramp[0] + RAMP_PENALTY * log_n < steps / self.sigma**2 + 2 * (k - j + 1) * log_n:
+                self.ramps.append(ramp[1])
+                del self.bounds[j:k + 1]
+                del ups[j:k + 1]
+            else:
+                j = k + 1
+
+    def _ramp(self, lo: int, hi: int, at: tuple[int, int] | None = None) -> tuple[float, _Ramp] | None:
+        """The best ramp over [lo, hi) (its squared deviations in units of σ², and the ramp), its ends on a
+        grid of at most about 40 places (or `at`, measured indices), with its difference (the far level over
+        the near one), its p corrected for the ends it could have taken."""
+        y = self.scaled[lo:hi]
+        m = len(y)
+        if m < MIN_RAMP + 1:
+            return None
+        grid = max(1, math.ceil(m / 40))
+        places = sorted(set(range(0, m, grid)) | {m - 1})
+        pairs = np.asarray([(a, b) for a in places for b in places if b - a >= MIN_RAMP])
+        if not len(pairs):
+            return None
+        choices = len(pairs)
+        if at is not None:
+            pairs = np.asarray([(at[0] - lo, at[1] - lo)])
+        a, b = pairs[:, :1], pairs[:, 1:]
+        w = np.clip((np.arange(m)[None, :] - a) / (b - a), 0.0, 1.0)
+        u = 1.0 - w
+        suu, suw, sww = (u * u).sum(1), (u * w).sum(1), (w * w).sum(1)
+        uy, wy = u @ y, w @ y
+        det = suu * sww - suw * suw
+        first = (sww * uy - suw * wy) / det
+        last = (suu * wy - suw * uy) / det
+        rss = float(y @ y) - (first * uy + last * wy)
+        i = int(np.argmin(rss))
+        spread2 = max(float(rss[i]) / max(1, m - 4), self.sigma**2)
+        df = max(1, m - 4) if spread2 > self.sigma**2 else max(1, self.n - 2)
+        se = math.sqrt(spread2 * (suu[i] + sww[i] + 2 * suw[i]) / det[i])
+        half = t_quantile(1 - ALPHA, df) * se
+        f, g = float(first[i]), float(last[i])
+        d = Difference(g / f, (g - half) / f, (g + half) / f, t_two_sided((g - f) / se, df), "runs (a drift)")
+        p = min(1.0, max((d.p if d.p is not None else 1.0) * choices, cusum(y, self.sigma)))
+        return float(rss[i]) / self.sigma**2, _Ramp(lo, lo + int(pairs[i, 0]), lo + int(pairs[i, 1]), hi, d, p)
+
+    def split_at(self, j: int, run: int) -> int | None:
+        """Where boundary j would be at history run `run` (the first measured run at or after it), if that
+        leaves its levels their runs (MIN_SEGMENT; one for the newest run alone)."""
+        edges = self.edges()
+        lo, hi = edges[j], edges[j + 2]
+        b = next((i for i in range(lo, hi) if self.measured[i] >= run), hi)
+        after_needs = 1 if hi == self.n and self.newest else MIN_SEGMENT
+        return b if b - lo >= MIN_SEGMENT and hi - b >= after_needs else None
 
 
 @dataclass(frozen=True)
@@ -409,85 +607,204 @@ class _Candidate:
     before: list[int]  # the run indices of the old level
     after: list[int]
     difference: Difference
-    positions: int  # the split points the boundary could have taken in its stretch
-    searched: float  # the p of a change anywhere in the stretch searched (CUSUM); 0 where nothing was searched
-
-    @property
-    def p_selected(self) -> float:
-        return min(1.0, max((self.difference.p or 1.0) * self.positions, self.searched))
+    p_selected: float
+    shape: Shape
+    start: int  # the last run at the old level and the first at the new (a drift's stretch between them)
+    end: int
 
 
-def _candidates_of(series: PointSeries, newest: int) -> list[_Candidate]:
-    measured = series.measured()
-    means = np.asarray([statistics.fmean(series.trials[i]) for i in measured])
-    level = float(np.median(means))
-    scaled = means / level
-    sigma = noise(scaled)
-    bounds = candidates(scaled, sigma)
-    edges = [0, *bounds, len(measured)]
+def _place_events(fits: list[_Fit]) -> None:
+    """One change per event: the boundaries of one test's series (variants and core counts) within
+    CLUSTER_RUNS runs of each other, never two of one series, are moved to the run where the sum of every
+    one's squared deviations (in its own noise) is least, so each series is then sized at that run."""
+    by_test: dict[tuple[str, str], list[tuple[int, _Fit, int]]] = {}
+    for fit in fits:
+        for j, b in enumerate(fit.bounds):
+            by_test.setdefault((fit.series.key.workload, fit.series.key.test), []).append((fit.measured[b], fit, j))
+    for members in by_test.values():
+        members.sort(key=lambda m: m[0])
+        clusters: list[list[tuple[int, _Fit, int]]] = []
+        for member in members:
+            cluster = clusters[-1] if clusters else None
+            if cluster and member[0] - cluster[0][0] <= CLUSTER_RUNS and all(m[1] is not member[1] for m in cluster):
+                cluster.append(member)
+            else:
+                clusters.append([member])
+        for cluster in clusters:
+            runs = sorted({m[0] for m in cluster})
+            if len(runs) < 2:
+                continue
+            best, where = math.inf, None
+            for run in range(runs[0], runs[-1] + 1):
+                splits = [(fit, j, fit.split_at(j, run)) for _, fit, j in cluster]
+                if any(b is None for _, _, b in splits):
+                    continue
+                edges = [fit.edges() for fit, _, _ in splits]
+                total = sum(fit.cost(e[j], b, e[j + 2]) for (fit, j, b), e in zip(splits, edges, strict=True))
+                if total < best:
+                    best, where = total, splits
+            for fit, j, b in where or []:
+                fit.bounds[j] = b
+
+
+def _settle_drifts(fits: list[_Fit]) -> None:
+    """One shape per event in a test's series: where most of them step within another's drift, that drift
+    goes back to a step at the run they share, as noise happened to bend it; where most drift, a series'
+    steps inside their stretch become a drift too; and the drifts of one test share their ends (the
+    medians), so that one drift is one change."""
+    by_test: dict[tuple[str, str], list[_Fit]] = {}
+    for fit in fits:
+        by_test.setdefault((fit.series.key.workload, fit.series.key.test), []).append(fit)
+    for siblings in by_test.values():
+        for fit in siblings:
+            for ramp in list(fit.ramps):
+                a, b = fit.measured[ramp.a], fit.measured[ramp.b]
+                steps = [other.measured[x] for other in siblings if other is not fit for x in other.bounds
+                         if a < other.measured[x] <= b]
+                drifts = sum(any(other.measured[r.a] < b and a < other.measured[r.b] for r in other.ramps)
+                             for other in siblings if other is not fit)
+                if len(steps) <= drifts:
+                    continue
+                run = statistics.median_low(steps)
+                fit.ramps.remove(ramp)
+                bounds = [x for x in fit.bounds if not ramp.lo < x < ramp.hi]
+                b_new = next((i for i in range(ramp.lo, ramp.hi) if fit.measured[i] >= run), None)
+                if b_new is not None and b_new - ramp.lo >= MIN_SEGMENT and ramp.hi - b_new >= 1:
+                    bounds.append(b_new)
+                fit.bounds = sorted(set(bounds))
+        ramps = [(fit.measured[r.a], fit.measured[r.b]) for fit in siblings for r in fit.ramps]
+        if not ramps:
+            continue
+        start = statistics.median_low(a for a, _ in ramps)
+        end = statistics.median_high(b for _, b in ramps)
+        for fit in siblings:
+            inside = [j for j, x in enumerate(fit.bounds) if start < fit.measured[x] <= end]
+            if inside and len(ramps) > len(siblings) // 2 and not fit.ramps:
+                edges = fit.edges()
+                lo, hi = edges[inside[0]], edges[inside[-1] + 2]
+                del fit.bounds[inside[0]:inside[-1] + 1]
+                fit.ramps.append(_Ramp(lo, lo, lo, hi, Difference(1.0, None, None, None, ""), 1.0))
+            for i, r in enumerate(fit.ramps):
+                a = next((x for x in range(r.lo, r.hi) if fit.measured[x] >= start), r.lo)
+                b = next((x for x in range(r.lo, r.hi) if fit.measured[x] >= end), r.hi - 1)
+                refit = fit._ramp(r.lo, r.hi, (a, b)) if b - a >= MIN_RAMP else None
+                if refit is not None:
+                    fit.ramps[i] = refit[1]
+
+
+def _candidates_of(fit: _Fit) -> list[_Candidate]:
     out = []
-    for lo, b, hi in zip(edges, edges[1:], edges[2:], strict=False):
-        d = difference(series, measured[lo:b], measured[b:hi], sigma * level)
-        if d is not None and d.p is not None:
-            out.append(_Candidate(series, measured[lo:b], measured[b:hi], d, max(1, len(measured) - 3),
-                                  cusum(scaled[lo:hi], sigma)))
-    # The newest run against the level before it, from the last boundary that leaves it two runs (a
-    # boundary just before the newest run is the newest run pulling one towards itself): a change it
-    # begins has one run so far.
-    last_start = max((b for b in bounds if b <= len(measured) - 3), default=0)
-    if len(measured) >= FEWEST_RUNS and measured[-1] == newest and len(measured) - 1 - last_start >= 2:
-        d = difference(series, measured[last_start:-1], measured[-1:], sigma * level)
-        if d is not None and d.p is not None:
-            out.append(_Candidate(series, measured[last_start:-1], measured[-1:], d, 1, 0.0))
+    edges = fit.edges()
+    m = fit.measured
+    for j in range(len(fit.bounds)):
+        d, p = fit.test(j)
+        lo, b, hi = edges[j], edges[j + 1], edges[j + 2]
+        out.append(_Candidate(fit.series, m[lo:b], m[b:hi], d, p, Shape.STEP, m[b - 1], m[b]))
+    for r in fit.ramps:
+        out.append(_Candidate(fit.series, m[r.lo:r.a + 1], m[r.b:r.hi], r.difference, r.p_selected, Shape.DRIFT,
+                              m[r.a], m[r.b]))
     return out
 
 
-def _adjusted(p_values: list[float]) -> list[float]:
-    """Holm's step-down adjustment: the chance of any false change among all candidates stays under
-    ALPHA. Benjamini-Hochberg's false discovery rate let one real change carry false ones in with it
-    (a +5% on an unchanged series beside a -20% planted one)."""
+def _adjusted(p_values: list[float], tested: int) -> list[float]:
+    """Holm's step-down adjustment over `tested` hypotheses, of which these are the ones with a p (the
+    others were merged away or found nothing): the chance of any false change among all stays under
+    FAMILY_ALPHA.
+    Benjamini-Hochberg's false discovery rate let one real change carry false ones in with it (a +5% on an
+    unchanged series beside a -20% planted one)."""
     order = sorted(range(len(p_values)), key=lambda i: p_values[i])
     adjusted = [1.0] * len(p_values)
     running = 0.0
     for rank, i in enumerate(order):
-        running = max(running, min(1.0, (len(p_values) - rank) * p_values[i]))
+        running = max(running, min(1.0, (tested - rank) * p_values[i]))
         adjusted[i] = running
     return adjusted
 
 
 def find_shifts(runs: list[RunInfo], series: list[PointSeries]) -> tuple[list[Shift], int]:
-    """The confirmed changes, as shifts, and how many candidates were tested."""
+    """The confirmed changes, as shifts, and how many hypotheses were tested."""
     newest = len(runs) - 1
-    found = [c for s in series for c in _candidates_of(s, newest)]
-    adjusted = _adjusted([c.p_selected for c in found])
-    kept: dict[tuple[SeriesKey, int], list[Change]] = {}
+    fits = [_Fit(s, newest) for s in series]
+    usable = [f for f in fits if f.usable]
+    # Merged down to the boundaries that would pass a Bonferroni correction over the series; Holm over all
+    # that remain decides.
+    threshold = FAMILY_ALPHA / max(1, len(usable))
+    for fit in usable:
+        fit.merge(threshold)
+        fit.drifts(threshold)
+    _place_events(usable)
+    _settle_drifts(usable)
+    found = [c for fit in usable for c in _candidates_of(fit)]
+    tested = sum(max(1, len(fit.bounds) + len(fit.ramps)) for fit in usable)
+    adjusted = _adjusted([c.p_selected for c in found], tested)
+    kept: dict[tuple[SeriesKey, int, int, Shape], list[tuple[_Candidate, float]]] = {}
     for cand, p_adj in zip(found, adjusted, strict=True):
-        if p_adj >= ALPHA:
-            continue
-        change = Change(cand.series.cores, cand.before[-1], cand.after[0], cand.before[0], cand.after[-1],
-                        cand.difference, p_adj)
-        kept.setdefault((cand.series.key, change.after), []).append(change)
+        if p_adj < FAMILY_ALPHA:
+            kept.setdefault((cand.series.key, cand.start, cand.end, cand.shape), []).append((cand, p_adj))
+    noise_of = {id(f.series): (f.sigma * f.level, max(1, f.n - 2)) for f in fits if f.usable}
     by_key: dict[SeriesKey, list[PointSeries]] = {}
     for s in series:
         by_key.setdefault(s.key, []).append(s)
     shifts = []
-    for (key, after), changes in kept.items():
-        changes.sort(key=lambda c: c.cores)
-        widest = max(changes, key=lambda c: c.last - c.first)
-        span_before = range(widest.first, after)
-        span_after = range(after, widest.last + 1)
+    for (key, start, end, shape), confirmed in kept.items():
+        changes = sorted((Change(c.series.cores, start, end, c.before[0], c.after[-1], c.difference, p_adj)
+                          for c, p_adj in confirmed), key=lambda c: c.cores)
+        first, last = min(c.first for c in changes), max(c.last for c in changes)
+        span_before, span_after = range(first, start + 1), range(end, last + 1)
         by_cores: dict[int, Difference] = {}
         for s in sorted(by_key[key], key=lambda s: s.cores):
-            d = difference(s, [i for i in span_before if s.trials[i]], [i for i in span_after if s.trials[i]])
+            floor, floor_df = noise_of.get(id(s), (0.0, 1))
+            if shape is Shape.DRIFT:
+                d = _drift_at(s, first, start, end, last, floor, floor_df)
+            else:
+                d = difference(s, [i for i in span_before if s.trials[i]], [i for i in span_after if s.trials[i]],
+                               floor, floor_df)
             if d is not None:
                 by_cores[s.cores] = d
-        before = max(c.before for c in changes)
-        shifts.append(Shift(key, before, after, changes, by_cores, _scaling(by_key[key], span_before, span_after),
-                            _environment(runs[before], runs[after])))
+        shifts.append(Shift(key, start, end, changes, by_cores, _scaling(by_key[key], span_before, span_after),
+                            _environment(runs[start], runs[end]), shape=shape))
     for shift in shifts:
         shift.with_it = [other.key for other in shifts if other is not shift and other.after == shift.after]
     shifts.sort(key=lambda s: (s.after, s.key.name))
-    return shifts, len(found)
+    return shifts, tested
+
+
+def difference(series: PointSeries, before: list[int], after: list[int], floor: float = 0.0, floor_df: float = 1
+               ) -> Difference | None:
+    """The runs `after` against the runs `before` (Welch's test between run means, each side's spread at
+    least `floor`, the series' run-to-run noise); None where a side has no run."""
+    if not before or not after:
+        return None
+    means = [np.asarray([statistics.fmean(series.trials[i]) for i in side]) for side in (before, after)]
+    if floor == 0 and (len(before) < 2 or len(after) < 2):
+        # No noise known and a side of one run: its trials are all there is to test.
+        return _difference(np.asarray([x for i in before for x in series.trials[i]]),
+                           np.asarray([x for i in after for x in series.trials[i]]), 0.0, 1)
+    return _difference(means[0], means[1], floor, floor_df)
+
+
+def _drift_at(series: PointSeries, first: int, start: int, end: int, last: int, floor: float, floor_df: float
+              ) -> Difference | None:
+    """A drift found in another series of the same test, sized in this one: its level over [first, start], a
+    straight stretch to `end`, its level over [end, last], fitted by least squares."""
+    xs = [i for i in range(first, last + 1) if series.trials[i]]
+    if len(xs) < 4:
+        return None
+    y = np.asarray([statistics.fmean(series.trials[i]) for i in xs])
+    w = np.clip((np.asarray(xs) - start) / (end - start), 0.0, 1.0)
+    design = np.stack([1.0 - w, w], axis=1)
+    (f, g), residual, rank, _ = np.linalg.lstsq(design, y, rcond=None)
+    if rank < 2 or f <= 0:
+        return None
+    rss = float(residual[0]) if len(residual) else 0.0
+    spread2 = max(rss / max(1, len(xs) - 2), floor * floor)
+    df = max(1, len(xs) - 2) if spread2 > floor * floor else floor_df
+    inverse = np.linalg.inv(design.T @ design)
+    se = math.sqrt(spread2 * float(inverse[0, 0] + inverse[1, 1] - 2 * inverse[0, 1]))
+    if se == 0:
+        return Difference(g / f, g / f, g / f, 1.0 if f == g else 0.0, "runs (a drift)")
+    half = t_quantile(1 - ALPHA, df) * se
+    return Difference(g / f, (g - half) / f, (g + half) / f, t_two_sided((g - f) / se, df), "runs (a drift)")
 
 
 def _scaling(series: list[PointSeries], before: range, after: range) -> tuple[float, float] | None:
@@ -507,6 +824,9 @@ def _scaling(series: list[PointSeries], before: range, after: range) -> tuple[fl
 
 
 def _environment(before: RunInfo, after: RunInfo) -> list[tuple[str, list[str]]]:
+    # compare imports scipy.stats (a second); only a history with a change needs it.
+    from mosbench.analysis.compare import environment_differences
+
     envs = [{k: v for k, v in r.environment.items() if k not in TRANSIENT_FACTS} for r in (before, after)]
     return environment_differences(envs)
 

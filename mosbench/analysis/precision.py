@@ -10,8 +10,6 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from scipy import stats
-
 CONFIDENCE = 0.95
 
 
@@ -22,6 +20,8 @@ def relative_half_width(values: list[float]) -> float | None:
     mean = statistics.fmean(values)
     if mean == 0:
         return None
+    from scipy import stats  # here: the CLI imports this module, and scipy.stats takes a second to import
+
     t = float(stats.t.ppf(0.5 + CONFIDENCE / 2, len(values) - 1))
     return t * statistics.stdev(values) / math.sqrt(len(values)) / abs(mean)
 

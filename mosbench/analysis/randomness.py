@@ -24,7 +24,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy import stats
 
 LOG2_OF_10 = 3.32192809488736234787  # ent's constant: its log2(x) is this × log10(x)
 MONTE_CARLO_BYTES = 6
@@ -128,6 +127,8 @@ def randomness(data: bytes | bytearray | memoryview) -> Randomness:
     total_squared = float(total) * float(total)
     denominator = n * float(squares) - total_squared
     serial = None if denominator == 0.0 else (n * float(pairs) - total_squared) / denominator
+
+    from scipy import stats  # here: the CLI imports this module, and scipy.stats takes a second to import
 
     return Randomness(
         count=n, entropy=entropy, chi_square=chi_square,

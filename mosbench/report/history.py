@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import itertools
 import statistics
-import textwrap
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.figure import Figure
-from matplotlib.ticker import EngFormatter
 
 from mosbench.analysis import history
-from mosbench.analysis.history import ALPHA, History, PointSeries, SeriesKey, Shift
+from mosbench.analysis.history import FAMILY_ALPHA, Difference, History, Kind, PointSeries, SeriesKey, Shape, Shift
 from mosbench.report.rows import Column, TableModel, p_value
 from mosbench.store.db import Store
 from mosbench.units import plain, si
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure  # imported where drawn: matplotlib takes half a second
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 SPARK_WIDTH = 24  # characters of a series' line: 80 columns hold it beside a name and two levels
@@ -75,24 +75,31 @@ def _shown_series(h: History) -> list[tuple[SeriesKey, list[PointSeries]]]:
 
 def series_table(h: History) -> TableModel:
     t = TableModel(
-        f"{h.machine.describe()}: {len(h.runs)} runs in {h.order.value} order, per-core throughput",
+        f"{_machine_title(h)}\n{len(h.runs)} runs in {h.order.value} order, per-core throughput",
         [Column("test", left=True), Column("cores"), Column("runs, newest last", left=True), Column("first"),
-         Column("newest"), Column("changes")],
+         Column("newest"), Column("changes", left=True)],
         note=f"{MARK} marks where a change begins; each block is the median of its runs, lowest to highest.")
     shifts: dict[SeriesKey, list[Shift]] = {}
     for shift in h.shifts:
         shifts.setdefault(shift.key, []).append(shift)
     for key, shown in _shown_series(h):
-        marks = {shift.after for shift in shifts.get(key, [])}
+        marks = {shift.after if shift.shape is Shape.STEP else shift.before + 1 for shift in shifts.get(key, [])}
         for i, s in enumerate(shown):
             lo, hi = _levels(s)
-            moved = [(shift.after, d) for shift in shifts.get(key, [])
+            moved = [(shift, d) for shift in shifts.get(key, [])
                      if (d := shift.by_cores.get(s.cores)) is not None and d.significant()]
+            # One change a line: the cell stays narrow however many there are.
             t.add([key.name if i == 0 else "", str(s.cores), sparkline(s.means(), marks), si(lo), si(hi),
-                   ", ".join(f"{_percent(d.ratio)} at {h.runs[after].name}" for after, d in moved) or "–"],
+                   "\n".join(f"{_percent(d.ratio)} {_runs(h, shift)}" for shift, d in moved) or "–"],
                   cell_styles={5: "poor" if any(d.ratio < 1 for _, d in moved) else "good"} if moved else {})
         t.breaks.add(len(t.rows) - 1)
     return t
+
+
+def _machine_title(h: History, width: int = 78) -> str:
+    """The machine's name and topology, on two lines where one cannot hold them (never broken inside)."""
+    said = h.machine.describe()
+    return said if len(said) <= width else f"{h.machine.hostname}\n({h.machine.topology})"
 
 
 def _percent(ratio: float) -> str:
@@ -105,20 +112,26 @@ def _interval(ratio: float, low: float | None, high: float | None) -> str:
     return f"{plain(ratio)}× [{plain(low)}, {plain(high)}]"
 
 
+def _runs(h: History, shift: Shift) -> str:
+    """A step's two runs ("#10 → #11"), a drift's stretch ("#3 … #17")."""
+    mark = "→" if shift.shape is Shape.STEP else "…"
+    return f"{h.runs[shift.before].name} {mark} {h.runs[shift.after].name}"
+
+
 def shifts_table(h: History) -> TableModel:
     t = TableModel(
-        f"Changes: {len(h.shifts)} among {h.candidates} candidates (Welch, Holm-corrected at {ALPHA:g})",
+        f"Changes: {len(h.shifts)} among {h.candidates} hypotheses (Holm-adjusted at {FAMILY_ALPHA:g})",
         [Column("test", left=True), Column("runs", left=True), Column("cores"), Column("after/before"),
          Column("p adj."), Column("kind", left=True), Column("kernels", left=True, essential=False)],
-        note="after/before: the new level's mean per-core throughput over the old one's, 95% interval, at the "
-             "most cores where the change was confirmed; kind: \"every core\" where one core moved too, "
-             "\"scalability\" where only more cores did. What moved with each change and what differed "
-             "follow the table.")
+        note="runs: a step between two runs (→) or a drift over the runs between (…); after/before: the new "
+             "level's mean per-core throughput over the old one's, 95% interval, at the most cores where the "
+             "change was confirmed; p adj.: Holm-adjusted for every candidate of every series; kind: "
+             "from each core count's own test. Each change is told in full after the table.")
     for shift in h.shifts:
         change = max(shift.changes, key=lambda c: c.cores)
         d = change.difference
         before, after = h.runs[shift.before], h.runs[shift.after]
-        t.add([shift.key.name, f"{before.name} → {after.name}", str(change.cores), _interval(d.ratio, d.low, d.high),
+        t.add([shift.key.name, _runs(h, shift), str(change.cores), _interval(d.ratio, d.low, d.high),
                p_value(change.p_adjusted), shift.kind().value, f"{before.kernel} → {after.kernel}"],
               cell_styles={3: "poor" if d.ratio < 1 else "good"})
     return t
@@ -142,28 +155,108 @@ def _cores(n: int) -> str:
     return f"{n} core{'s' if n != 1 else ''}"
 
 
+def cores_text(chosen: list[int], every: list[int]) -> str:
+    """Core counts as a reader says them: neighbours in the series' sweep as a range ("2-4 cores"), the
+    rest listed ("1, 8 and 16 cores")."""
+    groups: list[list[int]] = []
+    for c in chosen:
+        if groups and every.index(c) == every.index(groups[-1][-1]) + 1:
+            groups[-1].append(c)
+        else:
+            groups.append([c])
+    parts = [f"{g[0]}-{g[-1]}" if len(g) > 1 else str(g[0]) for g in groups]
+    said = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return f"{said} core{'s' if chosen != [1] else ''}"
+
+
+def kind_text(shift: Shift) -> str:
+    """What the shift's kind means, with the core counts that say so."""
+    every = sorted(shift.by_cores)
+    moved = shift.moved()
+    kind = shift.kind()
+    if kind is Kind.EVERY_CORE:
+        return "one core moved too, the same way: a cost every core pays"
+    if kind is Kind.SCALABILITY:
+        return "one core did not move, the most cores did: the per-core ratio itself moved"
+    if kind is Kind.ONE_CORE:
+        return "one core moved, the most cores did not"
+    if kind is Kind.OPPOSITE:
+        up = [c for c, d in moved.items() if d.ratio > 1]
+        down = [c for c, d in moved.items() if d.ratio < 1]
+        return f"the directions disagree: up at {cores_text(up, every)}, down at {cores_text(down, every)}"
+    if kind is Kind.SOME_CORES:
+        if not moved:
+            return "no core count moved on its own test across these runs"
+        return f"seen only at {cores_text(list(moved), every)}: neither one core nor the most cores moved"
+    return "no one-core point to tell a cost from a scalability change"
+
+
+def wrap_items(items: list[str], width: int = 78, indent: str = "  ") -> list[str]:
+    """Items joined by "; " into lines of at most `width`, an item never broken across two ("p <0.0001"
+    stays whole); an item longer than a line has one to itself."""
+    lines: list[str] = []
+    line = ""
+    for item in items:
+        if line and len(line) + 2 + len(item) > width - 1:  # a line that goes on ends with ";"
+            lines.append(line + ";")
+            line = indent + item
+        else:
+            line = f"{line}; {item}" if line else indent + item
+    if line:
+        lines.append(line)
+    return lines
+
+
+def _told(d: Difference) -> str:
+    return f"{_interval(d.ratio, d.low, d.high)} p {p_value(d.p)}" if d.p is not None else _interval(
+        d.ratio, d.low, d.high)
+
+
 def shift_lines(h: History, shift: Shift) -> list[str]:
-    """A change told in full: kind, every core count across the same runs, the scaling ratio, what moved
-    with it and what differed in the environment."""
-    lines = [f"{shift.key.name}, {h.runs[shift.before].name} → {h.runs[shift.after].name}: "
-             f"{shift.kind().explain()}"]
-    lines.extend(textwrap.wrap("; ".join(f"{_cores(cores)} {_interval(d.ratio, d.low, d.high)} p {p_value(d.p)}"
-                                         for cores, d in sorted(shift.by_cores.items()) if d.p is not None),
-                               78, initial_indent="  ", subsequent_indent="  "))
+    """A change told in full: its size and adjusted p, its kind, every core count across the same runs
+    (each with its own, unadjusted p), the scaling ratio, what moved with it and what differed."""
+    change = max(shift.changes, key=lambda c: c.cores)
+    what = "a drift" if shift.shape is Shape.DRIFT else "a step"
+    d = change.difference
+    head = (f"{shift.key.name}, {_runs(h, shift)}: {what} of {_interval(d.ratio, d.low, d.high)} at "
+            f"{_cores(change.cores)}, p adj. {p_value(change.p_adjusted)}; {kind_text(shift)}")
+    lines = wrap_words(head)
+    if shift.by_cores:
+        lines.append("  each core count's own test across the same runs, p unadjusted:")
+        lines.extend(wrap_items([f"{_cores(cores)} {_told(d)}" for cores, d in sorted(shift.by_cores.items())],
+                                indent="    "))
     if scaling := scaling_text(shift):
         lines.append(f"  {scaling}")
     if shift.with_it:
-        lines.append("  moved with it: " + ", ".join(k.name for k in shift.with_it))
-    lines.extend(textwrap.wrap("what differs: " + (environment_text(shift, most=8) or "nothing recorded"), 78,
-                               initial_indent="  ", subsequent_indent="    "))
+        lines.extend(wrap_words("moved with it: " + ", ".join(k.name for k in shift.with_it), indent="  ",
+                                then="    "))
+    lines.extend(wrap_words("what differs: " + (environment_text(shift, most=8) or "nothing recorded"), indent="  ",
+                            then="    "))
     return lines
+
+
+def wrap_words(text: str, width: int = 78, indent: str = "", then: str = "  ") -> list[str]:
+    """Text in lines of at most `width` (the first starting with `indent`, the rest with `then`), broken at
+    spaces but never inside "p <0.0001" or "p adj. 0.01"."""
+    words = text.replace("p <", "p\0<").replace("p adj. ", "p\0adj.\0").split()
+    lines: list[str] = []
+    line = indent
+    for word in words:
+        if line.strip() and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = then + word
+        else:
+            line = f"{line} {word}" if line.strip() else line + word
+    if line.strip():
+        lines.append(line)
+    return [x.replace("\0", " ") for x in lines]
 
 
 def summary_lines(h: History) -> list[str]:
     lines = []
     if h.other_machines:
         others = ", ".join(f"{m.describe()} ({n} runs)" for m, n in h.other_machines)
-        lines.append(f"this store also holds runs of {others}: --host chooses")
+        lines.extend(wrap_words(f"this store also holds runs of {others}: --host chooses"))
     lines.extend(f"left out: {why}" for why in h.left_out)
     for shift in h.shifts:
         lines.extend(shift_lines(h, shift))
@@ -187,13 +280,15 @@ def _difference_json(d) -> dict[str, Any]:
 def as_json(h: History, fail_on: float | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "machine": {"hostname": h.machine.hostname, "topology": h.machine.topology},
-        "order": h.order.value, "alpha": ALPHA, "candidates": h.candidates,
+        "order": h.order.value, "alpha": FAMILY_ALPHA, "candidates": h.candidates,
+        "p_values": "p_adjusted: Holm over every candidate of every series; by_cores: each count's own, unadjusted",
         "runs": [_run_json(r) for r in h.runs],
         "series": [{"workload": s.key.workload, "test": s.key.test, "variant": s.key.variant, "cores": s.cores,
                     "trials": [list(t) for t in s.trials]} for s in h.series],
         "changes": [{
             "workload": sh.key.workload, "test": sh.key.test, "variant": sh.key.variant,
-            "before_run": h.runs[sh.before].id, "after_run": h.runs[sh.after].id, "kind": sh.kind().value,
+            "before_run": h.runs[sh.before].id, "after_run": h.runs[sh.after].id, "shape": sh.shape.value,
+            "kind": sh.kind().value,
             "by_cores": {str(c): _difference_json(d) for c, d in sorted(sh.by_cores.items())},
             "found_at_cores": [{"cores": c.cores, "p_adjusted": c.p_adjusted, **_difference_json(c.difference)}
                                for c in sh.changes],
@@ -221,6 +316,9 @@ def _run_ticks(ax, h: History) -> None:
 
 
 def series_figure(h: History, key: SeriesKey, shown: list[PointSeries]) -> Figure:
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import EngFormatter
+
     fig = Figure(figsize=(7.2, 3.4), layout="constrained")
     ax = fig.subplots()
     for s in shown:
@@ -230,7 +328,11 @@ def series_figure(h: History, key: SeriesKey, shown: list[PointSeries]) -> Figur
         for i in xs:
             ax.plot([i] * len(s.trials[i]), s.trials[i], ".", color="grey", markersize=2, alpha=0.5)
     for shift in h.shifts:
-        if shift.key == key:
+        if shift.key == key and shift.shape is Shape.DRIFT:
+            ax.axvspan(shift.before, shift.after, color="red", alpha=0.1)
+            ax.annotate(_percent(shift.ratio), (shift.before, ax.get_ylim()[1]), fontsize=8, color="red",
+                        ha="left", va="top")
+        elif shift.key == key:
             ax.axvline(shift.after - 0.5, color="red", linestyle="--", linewidth=1)
             ax.annotate(_percent(shift.ratio), (shift.after - 0.5, ax.get_ylim()[1]), fontsize=8, color="red",
                         ha="left", va="top")
@@ -255,6 +357,8 @@ def heatmap_figure(h: History) -> Figure | None:
         labels.append(f"{key.name} ({shown[1].cores}/1)")
     if not rows:
         return None
+    from matplotlib.figure import Figure
+
     data = np.asarray(rows, dtype=float)
     fig = Figure(figsize=(7.2, 1.2 + 0.28 * len(rows)), layout="constrained")
     ax = fig.subplots()
