@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from mosbench.analysis.cells import Cell, PointKey, Series, by_point
 
@@ -100,6 +100,26 @@ class Change:
                 "note": self.note}
 
 
+def difference(base: list[float], other: list[float]) -> tuple[float, float | None, float | None, float | None]:
+    """mean(other) - mean(base), Welch's 95% interval for it and Welch's p-value: the one test of two sets of
+    trials (a throughput's, or a profile's function per unit of work: analysis/explain). With fewer than two
+    values a side there is no variance to test against: interval and p are None."""
+    a, b = np.asarray(base, dtype=float), np.asarray(other, dtype=float)
+    delta = float(b.mean() - a.mean())
+    if len(a) < 2 or len(b) < 2:
+        return delta, None, None, None
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    se = math.sqrt(va + vb)
+    if se == 0:  # every value identical on both sides: any difference is certain, none is nothing
+        return delta, delta, delta, 1.0 if delta == 0 else 0.0
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    from scipy import stats  # here: history imports this module, and scipy.stats takes a second to import
+
+    half = float(stats.t.ppf(1 - ALPHA / 2, df)) * se
+    p = float(2 * stats.t.sf(abs(delta) / se, df))  # scipy's ttest_ind, without its warning on near-equal data
+    return delta, delta - half, delta + half, p
+
+
 def welch(base: list[float], other: list[float]) -> tuple[float, float | None, float | None, float | None]:
     """Ratio of means, its 95% interval and Welch's p-value.
 
@@ -107,19 +127,12 @@ def welch(base: list[float], other: list[float]) -> tuple[float, float | None, f
     baseline's own uncertainty is in the difference's standard error). With fewer than two trials a
     side there is no variance to test against: interval and p are None.
     """
-    a, b = np.asarray(base, dtype=float), np.asarray(other, dtype=float)
-    ma, mb = a.mean(), b.mean()
-    ratio = mb / ma
-    if len(a) < 2 or len(b) < 2:
+    ma = float(np.mean(base))
+    delta, low, high, p = difference(base, other)
+    ratio = (ma + delta) / ma
+    if low is None or high is None:
         return ratio, None, None, None
-    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-    se = math.sqrt(va + vb)
-    if se == 0:  # every trial identical on both sides: any difference is certain, none is nothing
-        return ratio, ratio, ratio, 1.0 if ma == mb else 0.0
-    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
-    half = stats.t.ppf(1 - ALPHA / 2, df) * se
-    p = float(stats.ttest_ind(b, a, equal_var=False).pvalue)
-    return ratio, (mb - half) / ma, (mb + half) / ma, p
+    return ratio, (ma + low) / ma, (ma + high) / ma, p
 
 
 def _usable(cell: Cell | None, include_interfered: bool) -> tuple[tuple[float, ...], int]:
@@ -190,13 +203,18 @@ def regressions(found: Comparison, percent: float) -> list[tuple[str, Change]]:
             if c.regressed(percent)]
 
 
-def as_json(found: Comparison, fail_on: float | None) -> dict[str, Any]:
-    """The comparison for a CI system: the environment's differences, every matched point per run, and,
-    with a threshold, the regressions past it."""
+def as_json(found: Comparison, fail_on: float | None,
+            explanations: Mapping[tuple[str, PointKey], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The comparison for a CI system: the environment's differences, every matched point per run (a
+    significant change with its explanation, by run label and point, where given), and, with a threshold,
+    the regressions past it."""
+    said = explanations or {}
     out: dict[str, Any] = {
         "baseline": found.labels[0], "alpha": ALPHA,
         "environment_differences": [{"key": k, "values": v} for k, v in found.differences],
-        "runs": [{"label": label, "changes": [c.as_json() for c in run]}
+        "runs": [{"label": label, "changes": [{**c.as_json(), **({"explanation": said[label, c.point]}
+                                                                 if (label, c.point) in said else {})}
+                                              for c in run]}
                  for label, run in zip(found.labels[1:], found.changes, strict=True)],
     }
     if fail_on is not None:

@@ -5,7 +5,9 @@ analysed again on a machine without perf (the recording is `mosbench.run.profile
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,6 +88,20 @@ class Profile:
             out[frames[-1]] += n
         return {k: self.us_per_unit(n) for k, n in out.items()}
 
+    def inclusive_time(self) -> dict[str, float]:
+        """CPU µs per unit of work by function, counting every stack it is on (itself and what it called),
+        once per stack however often it recurs; the command (a stack's first frame) is not a function."""
+        out: dict[str, int] = {}
+        get = out.get
+        for stack, n in self.stacks.items():
+            for f in _functions_on(stack):
+                out[f] = get(f, 0) + n
+        return {k: self.us_per_unit(n) for k, n in out.items()}
+
+    def busy_time(self) -> float:
+        """CPU µs per unit of work of every busy sample: what self_time adds up to."""
+        return self.us_per_unit(sum(n for k, n in self.stacks.items() if k.split(";", 1)[0] not in IDLE_COMMS))
+
     def lock_waits(self) -> list[tuple[str, dict[str, Any], float, float]]:
         """Contended kernel locks by caller, most waited on first: (caller, record, wait µs per unit of
         work, contentions per unit)."""
@@ -116,6 +132,14 @@ class Profile:
         if self.pmu.get("cycles") and "instructions" in self.pmu:
             out["ipc"] = self.pmu["instructions"] / self.pmu["cycles"]
         return out
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _functions_on(stack: str) -> frozenset[str]:
+    """The functions a folded stack passes through, once each; none for the idle task's. Cached: every
+    trial of a point, and both sides of a comparison, sample the same stacks."""
+    frames = stack.split(";")
+    return frozenset() if frames[0] in IDLE_COMMS else frozenset(frames[1:])
 
 
 def merge_lines(lines: list[dict[str, Any]], keep: int | None = C2C_LINES) -> list[dict[str, Any]]:
@@ -154,10 +178,23 @@ class Growth:
         return self.high_us - self.low_us
 
 
+Measure = Callable[[Profile], dict[str, float]]
+
+
+def sides(a: Sequence[Profile], b: Sequence[Profile],
+          measure: Measure = Profile.self_time) -> dict[str, tuple[list[float], list[float]]]:
+    """Each function's CPU µs per unit of work (`measure`: own time, or inclusive) in every profile of
+    either side, 0 where a profile has none of it: the one way profiles are set against each other, by
+    the sweep (growth: a profile a side, the fewest cores and the most) and between runs
+    (analysis/explain: a profile a trial, each a replicate)."""
+    ma, mb = [measure(p) for p in a], [measure(p) for p in b]
+    names = set().union(*ma, *mb)
+    return {f: ([m.get(f, 0.0) for m in ma], [m.get(f, 0.0) for m in mb]) for f in names}
+
+
 def growth(low: Profile, high: Profile, top: int = 12) -> list[Growth]:
     """The functions whose own CPU time per unit of work grew most from the fewest cores to the most."""
-    a, b = low.self_time(), high.self_time()
-    rows = [Growth(f, a.get(f, 0.0), b.get(f, 0.0)) for f in set(a) | set(b)]
+    rows = [Growth(f, a[0], b[0]) for f, (a, b) in sides([low], [high]).items()]
     return sorted(rows, key=lambda g: g.change_us, reverse=True)[:top]
 
 

@@ -1,6 +1,7 @@
 """A differential flame graph: the profile at the most cores, coloured by how each frame changed from
 the fewest, both in CPU µs per unit of work (so a frame that grew with cores is red however the
-throughput moved; one that shrank is blue). Brendan Gregg's layout: the outermost frame at the bottom,
+throughput moved; one that shrank is blue). Between two runs the same graph: side B's profile coloured
+by its change from side A's (analysis/explain). Brendan Gregg's layout: the outermost frame at the bottom,
 callees stacked above, a frame as wide as its share of the time, siblings in name order.
 """
 
@@ -53,7 +54,14 @@ def _colour(delta: float, scale: float) -> str:
     return f"rgb(235,{fade},{fade})" if delta > 0 else f"rgb({fade},{fade},235)" if delta < 0 else "rgb(225,225,225)"
 
 
-def svg(low: Profile, high: Profile, low_cores: int, high_cores: int, unit: str) -> str | None:
+def _at(side: int | str, cores: str = " cores") -> str:
+    """Where a side was measured: "at 2 cores" along a sweep, "in THP always" between runs."""
+    return f"at {side}{cores}" if isinstance(side, int) else f"in {side}"
+
+
+def svg(low: Profile, high: Profile, low_cores: int | str, high_cores: int | str, unit: str) -> str | None:
+    """The graph of `high` coloured by its change from `low`; each side named by its core count (a sweep)
+    or its label (two runs)."""
     root = tree(low, high)
     if root.high <= 0:
         return None
@@ -76,14 +84,14 @@ def svg(low: Profile, high: Profile, low_cores: int, high_cores: int, unit: str)
     height = (depth + 3) * ROW
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
            f'viewBox="0 0 {WIDTH} {height}" font-family="monospace" font-size="{FONT}">',
-           f'<text x="4" y="{ROW - 3}" font-size="{FONT + 1}">CPU µs per {escape(unit)} at {high_cores} cores '
-           f'({root.high:.3g} in all), coloured by the change from {low_cores} '
+           f'<text x="4" y="{ROW - 3}" font-size="{FONT + 1}">CPU µs per {escape(unit)} {escape(_at(high_cores))} '
+           f'({root.high:.3g} in all), coloured by the change from {escape(str(low_cores))} '
            f'({root.low:.3g}): red grew, blue shrank</text>']
     for d, x, w, node in rects:
         px, pw = x * WIDTH, w * WIDTH
         y = height - (d + 1) * ROW - 2
         change = node.high - node.low
-        tip = (f"{node.name}: {node.high:.4g} µs/{unit} at {high_cores} cores, {node.low:.4g} at {low_cores} "
+        tip = (f"{node.name}: {node.high:.4g} µs/{unit} {_at(high_cores)}, {node.low:.4g} {_at(low_cores, '')} "
                f"({'+' if change >= 0 else ''}{change:.4g}); {w:.1%} of the time")
         label = node.name if len(node.name) * CHAR_W < pw - 4 else node.name[:max(int((pw - 4) / CHAR_W) - 2, 0)] + ".."
         out.append(f'<g><title>{escape(tip)}</title><rect x="{px:.1f}" y="{y}" width="{max(pw - 0.5, 0.5):.1f}" '

@@ -18,9 +18,9 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from mosbench.analysis import cells as analysis
-from mosbench.analysis import commute, compare, models, profiles, verdict
+from mosbench.analysis import commute, compare, explain, models, profiles, verdict
 from mosbench.report import commute as commute_report
-from mosbench.report import filesystems, flamegraph, plots, rows, sections, webmethod
+from mosbench.report import filesystems, flamegraph, plots, rows, sections, webmethod, whatchanged
 from mosbench.report import history as history_report
 from mosbench.store import db as store
 from mosbench.workloads.base import test_name
@@ -135,6 +135,8 @@ def _figures(view: sections.View, built: list[sections.Section], files: Path) ->
             out[s.anchor] = {"figures": [Markup(plots.save(fig, files, stem)) for stem, fig in
                                          history_report.figures(s.found)],
                              "left_out": history_report.undrawn(s.found)}
+        elif isinstance(s, sections.WhatChanged):
+            out[s.anchor] = {"figures": whatchanged.flames(s.blocks, files)}
         elif isinstance(s, sections.WebMethod):
             out[s.anchor] = {"figures": [
                 Markup(plots.save(webmethod.baseline_figure(b.name, b.steps, b.verdict, b.series.unit), files,
@@ -153,8 +155,11 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
     found_profiles: dict[tuple[str, str, str], dict[int, profiles.Profile]] = {}  # by series, as labelled
     failures: list[dict[str, Any]] = []
     labels = compare.run_labels(runs)
+    every_run: list[list[dict[str, Any]]] = []  # each run's points, for the explanations of what changed
     for r, label in zip(runs, labels, strict=True):
         pts = db.points(r["id"], with_logs=True, with_profiles=True)
+        if several:
+            every_run.append(pts)
         series.extend(analysis.build_series(pts, label if several else None))
         per_run.append(analysis.build_series(pts))
         per_run_profiles.append(profiles.by_series(pts))
@@ -169,10 +174,12 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
     up_to = max(256, *(len(r["environment"].get("topology", {}).get("cpus", [])) for r in runs))
     params = runs[0]["plan"].get("params", {})
     no_profile = verdict.profile_advice(runs[0]["environment"])
+    compared = compare.compare_runs(runs, per_run, labels) if several else None
     view = sections.View(series, found_profiles, tuple(
         sections.RunSeries(label, run_series, run_profiles, r["environment"].get("kernel", "this kernel"))
         for r, label, run_series, run_profiles in zip(runs, labels, per_run, per_run_profiles, strict=True)),
-        no_profile, history_report.of_run(db, runs[0]))
+        no_profile, history_report.of_run(db, runs[0]),
+        tuple(explain.comparison(compared, runs, every_run)) if compared else ())
     built = sections.build(view)
     tests = [s for s in built if isinstance(s, sections.Test)]
     drawn = _in_parallel(_SectionJob({t.name: t.group for t in tests}, found_profiles, files, params, up_to,
@@ -193,11 +200,10 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
             "details": json.dumps({k: v for k, v in r["environment"].items() if k not in ENV_KEYS and k != "topology"},
                                   indent=1, sort_keys=True),
         } for r, label in zip(runs, labels, strict=True)],
-        interference_banner=rows.interference_banner(series),
+        interference_banner=rows.interference_banner(series), explain_floor=explain.FLOOR,
         sections=[(s, figures.get(s.anchor, {})) for s in built], scales_at=commute.SCALES_AT,
         failures=failures,
-        comparison=rows.comparison_tables(compare.compare_runs(runs, per_run, labels))
-        if several else None,
+        comparison=rows.comparison_tables(compared) if compared else None,
         files=files.name,
     )
     output.write_text(html)

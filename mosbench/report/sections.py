@@ -17,10 +17,11 @@ from typing import ClassVar
 
 from mosbench.analysis import baseline, commute, verdict
 from mosbench.analysis.cells import Series, group_by_test, workload_of
+from mosbench.analysis.explain import Explained
 from mosbench.analysis.history import History
 from mosbench.analysis.profiles import Profile
 from mosbench.report import commute as commute_report
-from mosbench.report import filesystems, network, rows, webmethod
+from mosbench.report import filesystems, network, rows, webmethod, whatchanged
 from mosbench.report import history as history_report
 from mosbench.report.network import NetworkGroup
 from mosbench.report.plots import file_stem
@@ -65,6 +66,7 @@ class View:
     runs: tuple[RunSeries, ...]
     no_profile: str  # verdict.profile_advice for the runs' machine
     history: History | None = None  # the first run's machine's runs up to it (analysis/history.of_run)
+    explained: tuple[Explained, ...] = ()  # each significant change against the first run, why (analysis/explain)
 
     @property
     def curves(self) -> list[Series]:
@@ -191,6 +193,20 @@ class HistorySection(Section):
 
 
 @dataclass(frozen=True)
+class WhatChanged(Section):
+    kind = "what-changed"
+    title = "What changed: each significant change explained by its profiles"
+    nav = "What changed"
+    blocks: tuple[whatchanged.Block, ...]
+    unexplained: whatchanged.Unexplained | None  # the changes a side of which was not profiled
+
+    def items(self) -> list[Item]:
+        left = self.unexplained
+        return [*(i for b in self.blocks for i in (Line(b.heading, True), b.table, *(Line(t, True) for t in b.lines))),
+                *((Line(left.line, False), *(Line(c, False) for c in left.commands)) if left else ())]
+
+
+@dataclass(frozen=True)
 class Test(Section):
     kind = "test"
     headed = False
@@ -256,6 +272,12 @@ def _history(view: View) -> list[Section]:
                            tuple(Line(text, True) for text in history_report.summary_lines(h)))]
 
 
+def _what_changed(view: View) -> list[Section]:
+    found = whatchanged.blocks(list(view.explained), whatchanged.REPORT_TOP)
+    left = whatchanged.unexplained(list(view.explained))
+    return [WhatChanged(tuple(found), left)] if found or left else []
+
+
 def _tests(view: View) -> list[Section]:
     groups = group_by_test(view.curves)
     return [Test(name, group, t) for (name, group), t in zip(groups.items(), rows.cell_tables(view.curves),
@@ -264,7 +286,7 @@ def _tests(view: View) -> list[Section]:
 
 # The one list: each builder gives its sections, none where the runs have nothing for it.
 SECTIONS: tuple[Callable[[View], list[Section]], ...] = (_summary, _commute, _web_method, _network, _file_systems,
-                                                         _history, _tests)
+                                                         _history, _what_changed, _tests)
 
 
 def build(view: View) -> list[Section]:
