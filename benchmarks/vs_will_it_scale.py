@@ -33,6 +33,7 @@ monotonic deadline; `format_pair`, `HEADER`, `format_totals` and `pair_json` pri
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import itertools
 import json
@@ -78,14 +79,37 @@ class Round:
 Measure = Callable[[str, str, int, int, int], Round]
 
 
+class ToolFailed(RuntimeError):
+    """A tool that did not give a measurement (it exited, or printed too few per-second counts): that
+    pair fails, the comparison goes on. `lines`: the last of what it printed, for the reader."""
+
+    def __init__(self, message: str, lines: Sequence[str] = ()):
+        super().__init__(message)
+        self.lines = list(lines)
+
+
+@dataclass
+class FailedPair:
+    """A pair `compare` could not measure: which, why, and the failing tool's last lines."""
+
+    test: str
+    mode: str
+    tasks: int
+    reason: str
+    lines: list[str] = field(default_factory=list)
+
+
 def theirs(wis: Path, test: str, mode: str, tasks: int, warmup: int, duration: int) -> Round:
     """Runs will-it-scale's test until warm-up plus window per-second lines have come; mean of the window."""
     before = set(Path("/tmp").glob("willitscale.*"))
     # setarch -R: address-space randomisation off, as will-it-scale's runtest.py runs it (ours does it itself).
-    proc = subprocess.Popen(["setarch", "-R", "stdbuf", "-oL", str(wis / f"{test}_{MODES[mode]}"), "-t", str(tasks)],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd="/tmp",
+    program = wis / f"{test}_{MODES[mode]}"
+    # Its errors come with its output: a program that fails says why among the last lines kept.
+    proc = subprocess.Popen(["setarch", "-R", "stdbuf", "-oL", str(program), "-t", str(tasks)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/tmp",
                             start_new_session=True)
     totals: list[int] = []
+    said: list[str] = []  # the last lines that were not counts
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
@@ -94,15 +118,22 @@ def theirs(wis: Path, test: str, mode: str, tasks: int, warmup: int, duration: i
                 totals.append(int(m.group(1)))
                 if len(totals) >= warmup + duration:
                     break
+            elif line.strip():
+                said = [*said[-4:], line.rstrip()]
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the group this script started: the test's tasks and partners
+        # The group this script started: the test's tasks and partners (gone where the program failed early).
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         # Tests killed before their cleanup leave their files; remove only the ones this run made.
         for path in set(Path("/tmp").glob("willitscale.*")) - before:
             subprocess.run(["rm", "-rf", str(path)], check=False)
     window = [float(t) for t in totals[warmup:warmup + duration]]
     if len(window) < duration:
-        raise RuntimeError(f"will-it-scale {test} {mode} gave {len(totals)} samples")
+        # It ended by itself (SIGKILL, ours, would read -9): its exit status says how.
+        ended = f", exit {proc.returncode}" if proc.returncode >= 0 else ""
+        raise ToolFailed(f"will-it-scale {program.name} gave {len(totals)} of {warmup + duration} samples{ended}",
+                         said)
     return Round(sum(window) / len(window), window)
 
 
@@ -122,8 +153,8 @@ def ours(test: str, mode: str, tasks: int, warmup: int, duration: int) -> Round:
                           capture_output=True, text=True, check=False)
     m = re.search(r"ops_per_sec=(\d+)", proc.stdout)
     if proc.returncode or not m:
-        raise RuntimeError(f"mosbench-micro {test} {mode} {tasks}: exit {proc.returncode}, "
-                           f"{proc.stderr.strip() or 'no SUMMARY'}")
+        raise ToolFailed(f"mosbench-micro {test} {mode} {tasks}: exit {proc.returncode}{'' if m else ', no SUMMARY'}",
+                         proc.stderr.strip().splitlines()[-5:])
     totals = [0] + [int(t) for t in re.findall(r"^sample \d+ total=(\d+)", proc.stdout, re.MULTILINE)]
     per_second = [float(b - a) for a, b in itertools.pairwise(totals)]
     return Round(float(m.group(1)), per_second[warmup:warmup + duration])
@@ -296,6 +327,7 @@ class Comparison(Sequence[Pair]):
     seconds: float
     high_fds: list[int] = field(default_factory=list)  # descriptors >= 64 open in this process (see compare)
     interrupted: bool = False  # stopped by SIGINT (KeyboardInterrupt) rather than the deadline
+    failed: list[FailedPair] = field(default_factory=list)  # a tool failed: neither in pairs nor in not_run
 
     def __len__(self) -> int:
         return len(self.pairs)
@@ -333,7 +365,8 @@ def close_inherited_fds() -> None:
 def compare(wis: Path, tests: Sequence[str], modes: Sequence[str], counts: Sequence[int], rounds: int = 5,
             warmup: int = 1, duration: int = 2, same: bool = False, deadline: float | None = None,
             on_pair: Callable[[Pair], None] | None = None, measure_ours: Measure | None = None,
-            measure_theirs: Measure | None = None, round_estimate: float | None = None) -> Comparison:
+            measure_theirs: Measure | None = None, round_estimate: float | None = None,
+            on_failed: Callable[[FailedPair], None] | None = None) -> Comparison:
     """Every test × mode × task count, each a pair of `rounds` interleaved rounds (ours first in even rounds).
 
     `deadline` is a time.monotonic() value: a pair starts only when `rounds` times the longest round so far
@@ -341,8 +374,9 @@ def compare(wis: Path, tests: Sequence[str], modes: Sequence[str], counts: Seque
     their start) fits before it, and a round only when the longest round does; a pair cut short is
     dropped, never returned half measured, and listed in `not_run` with those never started. SIGINT
     (KeyboardInterrupt) stops the run the same way, returning what was measured with `interrupted`. `on_pair`
-    sees each pair as it ends. `measure_ours`/`measure_theirs` replace the tools (tests); with `same`,
-    will-it-scale runs in both columns.
+    sees each pair as it ends. A tool that fails (ToolFailed: it exited, or gave too few per-second counts)
+    fails its pair alone: the pair goes to `failed` (and `on_failed`) and the next one runs.
+    `measure_ours`/`measure_theirs` replace the tools (tests); with `same`, will-it-scale runs in both columns.
 
     Close stray descriptors first (`close_inherited_fds`) unless this process needs its own: a descriptor
     at 64 or above sizes will-it-scale's shared table in thread mode and moves the descriptor tests; the
@@ -397,12 +431,22 @@ def compare(wis: Path, tests: Sequence[str], modes: Sequence[str], counts: Seque
         return Pair.measured(test, mode, n, a, b, first, time.monotonic() - t0, same)
 
     interrupted = False
+    failed: list[FailedPair] = []
+    tried = 0  # pairs run in order: the ones from here on were not run
     try:
         for test, mode, n in planned:
-            pair = measure(test, mode, n) if fits(rounds * longest_round) else None
+            try:
+                pair = measure(test, mode, n) if fits(rounds * longest_round) else None
+            except ToolFailed as e:
+                failed.append(FailedPair(test, mode, n, str(e), e.lines))
+                tried += 1
+                if on_failed:
+                    on_failed(failed[-1])
+                continue
             if pair is None:
                 break
             pairs.append(pair)
+            tried += 1
             if on_pair:
                 on_pair(pair)
     except KeyboardInterrupt:
@@ -412,8 +456,8 @@ def compare(wis: Path, tests: Sequence[str], modes: Sequence[str], counts: Seque
     steal_after, all_after = cpu_ticks()
     steal = 100 * (steal_after - steal_before) / max(all_after - all_before, 1)
     # Pairs run in order and every one returned is whole: the rest are the planned ones past them.
-    not_run = planned[len(pairs):]
-    return Comparison(pairs, not_run, steal, time.monotonic() - started, stray, interrupted)
+    not_run = planned[tried:]
+    return Comparison(pairs, not_run, steal, time.monotonic() - started, stray, interrupted, failed)
 
 
 def _columns(first: str) -> str:
@@ -443,12 +487,19 @@ def format_pair(p: Pair) -> str:
             f"{p.theirs_median:12.0f} {p.theirs_spread:5.1f} {p.ratio:6.3f} {p.low:6.3f}–{p.high:6.3f}{flag}")
 
 
+def format_failed(f: FailedPair) -> str:
+    """A failed pair's table line: the reason, then the failing tool's last lines, indented."""
+    return "\n".join([f"{f.test:18} {f.mode:7} {f.tasks:5d}  FAILED: {f.reason}", *(f"    {x}" for x in f.lines)])
+
+
 def format_totals(c: Comparison) -> str:
-    """The closing line: verdicts counted, ratios' median and range, the host's steal, the deadline's cut."""
+    """The closing line: verdicts counted, ratios' median and range, the host's steal, the deadline's cut,
+    the pairs that failed."""
     ratios = [p.ratio for p in c.pairs]
     verdicts = [p.verdict for p in c.pairs]
     why = "the interrupt" if c.interrupted else "the deadline"
     cut = f"; {len(c.not_run)} pairs not run before {why}" if c.not_run else ""
+    cut += f"; {len(c.failed)} pairs FAILED" if c.failed else ""
     if not ratios:
         return f"no pair measured{cut}; steal {c.steal_pct:.2f}% of CPU time over the run"
     # A host that steals time moves lock-bound tests by tens of percent (docs/WORKLOADS.md): say how much.
@@ -480,7 +531,8 @@ def write_json(path: Path, settings: dict, c: Comparison | None, pairs: list[Pai
     data = {"settings": settings, "pairs": [pair_json(p) for p in pairs], "complete": c is not None and not c.not_run}
     if c is not None:
         data |= {"not_run": c.not_run, "steal_pct": c.steal_pct, "seconds": c.seconds, "high_fds": c.high_fds,
-                 "interrupted": c.interrupted}
+                 "interrupted": c.interrupted, "failed": [dataclasses.asdict(f) for f in c.failed]}
+        data["complete"] = data["complete"] and not c.failed
     tmp = path.with_name(path.name + ".new")
     tmp.write_text(json.dumps(data, indent=1))
     tmp.replace(path)
@@ -523,12 +575,14 @@ def main(argv: Sequence[str] | None = None) -> None:
             write_json(args.json, settings, None, done)
 
     c = compare(args.wis, tests, modes_, counts, args.rounds, args.warmup, args.duration, same=args.same,
-                on_pair=show)
+                on_pair=show, on_failed=lambda f: print(format_failed(f), flush=True))
     if args.json:
         write_json(args.json, settings, c, c.pairs)
     print(format_totals(c))
     if c.interrupted:
         sys.exit(130)  # as a shell reports an interrupted command, after the totals and the JSON
+    if c.failed:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,12 @@ already measured):
 Everything goes into one archive under --out (the store, every command's output, the JSON of the pairs
 and the models) beside a one-page summary.md, because a lent machine returns a few files only.
 
+A phase whose command fails (or whose will-it-scale program does: that pair alone) is marked failed with
+the command's last lines, the later phases still run, and the summary says so. Exit status: 0 when every
+phase did what it could within the budget; 1 when a phase failed, or the results could not be written
+to --out (they are then kept in the scratch directory, which the last line names); 2 for a bad argument,
+said in one line before anything is measured (--out is written to first, to be sure it can be).
+
 The machine runs the system's Python (3.11 or later) with numpy, scipy, matplotlib, click, rich and
 jinja2; what it lacks comes in --kit (made by `make manycore-kit`): wheels installed into a private
 directory (SQLAlchemy), shared libraries (liburcu, libdb) and the native programs. It runs at any CPU
@@ -28,8 +34,10 @@ count: at 2 CPUs, here, that is its test (tests/test_check_manycore.py).
 from __future__ import annotations
 
 import argparse
+import enum
 import importlib.util
 import json
+import math
 import os
 import platform
 import shutil
@@ -39,6 +47,8 @@ import sys
 import tarfile
 import tempfile
 import time
+import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,6 +60,30 @@ SCALE = ("scale/lock", "scale/counter", "scale/tree")
 OVERHEAD_S = 8.0
 # Seconds the fxmark run needs to measure anything: a file system made and mounted, a window, unmounted.
 FXMARK_LEAST_S = 15.0
+# A failed command's last lines of output kept in the summary: enough for its error and what led to it.
+LAST_LINES = 8
+
+
+class State(enum.Enum):
+    """How a phase ended, from best to worst: a phase ends in the worst thing that happened in it."""
+
+    DONE = "done"
+    SKIPPED = "skipped"  # it would not fit, or had nothing to work on
+    CUT_SHORT = "cut short"  # stopped at its deadline: what it measured is kept
+    FAILED = "failed"  # a command exited non-zero, a tool failed, or the phase raised
+
+    def worse(self, other: State) -> State:
+        order = list(State)
+        return max(self, other, key=order.index)
+
+
+@dataclass
+class Failure:
+    """What failed in a phase (a command by its output's name, or a pair), how, and its last lines."""
+
+    what: str
+    how: str
+    lines: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -57,8 +91,23 @@ class Phase:
     name: str
     started: float = 0.0
     seconds: float = 0.0
-    state: str = "not run"  # done, skipped (why), stopped at the deadline, failed (why)
+    state: State = State.DONE
+    notes: list[str] = field(default_factory=list)  # what made the state, or what was left out, in order
+    failures: list[Failure] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+
+    def mark(self, state: State, note: str) -> None:
+        """Notes what happened; the phase's state becomes `state` where that is worse."""
+        self.notes.append(note)
+        self.state = self.state.worse(state)
+
+    def failed(self, failure: Failure) -> None:
+        self.failures.append(failure)
+        self.mark(State.FAILED, f"{failure.what} {failure.how}")
+
+    def describe(self) -> str:
+        """"done", "skipped: no --wis given", "failed: run-scale-lock exited 3; …"."""
+        return f"{self.state.value}: {'; '.join(self.notes)}" if self.notes else self.state.value
 
 
 class Check:
@@ -76,7 +125,8 @@ class Check:
 
     def mosbench(self, phase: Phase, name: str, *argv: str, until: float | None = None) -> int:
         """One mosbench command, its output kept in name.txt; interrupted (SIGINT: the run keeps what it
-        measured and cleans up) at `until`."""
+        measured and cleans up) at `until`, which cuts the phase short. A command that exits non-zero by
+        itself fails the phase, with its last lines."""
         out = self.work / f"{name}.txt"
         phase.files.append(out.name)
         with out.open("w") as f:
@@ -85,27 +135,48 @@ class Check:
             proc = subprocess.Popen([sys.executable, "-m", "mosbench", *argv], stdout=f, stderr=subprocess.STDOUT,
                                     env=self.env, cwd=ROOT, preexec_fn=_hears_sigint)
             try:
-                return proc.wait(timeout=None if until is None else max(1.0, until - time.monotonic()))
+                rc = proc.wait(timeout=None if until is None else max(1.0, until - time.monotonic()))
             except subprocess.TimeoutExpired:
                 proc.send_signal(signal.SIGINT)
-                phase.state = "stopped at its deadline"
+                phase.mark(State.CUT_SHORT, f"{name} stopped at its deadline")
                 try:
                     return proc.wait(timeout=30)
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     return proc.wait()
+        if rc:
+            phase.failed(Failure(name, f"exited {rc}", last_lines(out)))
+        return rc
 
-    def phase(self, name: str) -> Phase:
+    def run_phase(self, name: str, body: Callable[[Phase], None]) -> Phase:
+        """A phase: `body` does its work into the Phase. Whatever it raises fails this phase alone, so
+        the later phases still run and the summary is still written."""
         p = Phase(name, time.monotonic())
         self.phases.append(p)
         print(f"[{time.monotonic() - self.started:5.0f} s] {name} ({self.left():.0f} s of the budget left)",
               flush=True)
+        try:
+            body(p)
+        except Exception as e:
+            p.failed(Failure("the phase", f"raised {type(e).__name__}: {e}",
+                             "".join(traceback.format_exception(e)).splitlines()[-LAST_LINES:]))
+        p.seconds = time.monotonic() - p.started
+        if p.state is State.FAILED:
+            for failure in p.failures:
+                print(f"    FAILED: {failure.what} {failure.how}", *(f"      {x}" for x in failure.lines),
+                      sep="\n", flush=True)
         return p
 
-    def end(self, p: Phase, state: str = "done") -> None:
-        p.seconds = time.monotonic() - p.started
-        if p.state == "not run":
-            p.state = state
+    def failed(self) -> list[Phase]:
+        return [p for p in self.phases if p.state is State.FAILED]
+
+
+def last_lines(path: Path, n: int = LAST_LINES) -> list[str]:
+    """The last n non-blank lines of a command's output."""
+    try:
+        return [line.rstrip() for line in path.read_text(errors="replace").splitlines() if line.strip()][-n:]
+    except OSError:
+        return []
 
 
 def _hears_sigint() -> None:
@@ -151,23 +222,21 @@ def shared_micro_tests(wis: Path, native: Path, wanted: int) -> list[str]:
     return (both + rest)[:wanted]
 
 
-def pairs(check: Check, tasks: int, label: str, until: float) -> Phase:
+def pairs(check: Check, p: Phase, tasks: int, label: str, until: float) -> None:
     """Phase 1 or 5: the interleaved comparison at `tasks`, in this process (the benchmark as a library),
-    stopping before a pair that would pass `until`."""
-    p = check.phase(f"micro against will-it-scale at {tasks} tasks")
+    stopping before a pair that would pass `until`. A pair whose tool fails fails the phase; the other
+    pairs are still measured."""
     import vs_will_it_scale as vs
 
     native = Path(check.env.get("MOSBENCH_NATIVE", ROOT / "native" / "build"))
     tests = shared_micro_tests(check.args.wis, native, check.args.tests)
     if not tests:
-        check.end(p, f"skipped: no test both tools have in {check.args.wis}")
-        return p
+        p.mark(State.SKIPPED, f"no test both tools have in {check.args.wis}")
+        return
     out = check.work / f"pairs-{label}.txt"
     p.files += [out.name, f"pairs-{label}.json"]
-    found = []
     with out.open("w") as f:
-        def show(pair) -> None:
-            line = vs.format_pair(pair)
+        def show(line: str) -> None:
             f.write(line + "\n")
             f.flush()
             print("   ", line, flush=True)
@@ -175,16 +244,22 @@ def pairs(check: Check, tasks: int, label: str, until: float) -> Phase:
         f.write(vs.HEADER.format(rounds=check.args.rounds) + "\n")
         os.environ["MOSBENCH_NATIVE"] = str(native)
         found = vs.compare(check.args.wis, tests, ["procs", "threads"], [tasks], check.args.rounds,
-                           check.args.warmup, check.args.duration, deadline=until, on_pair=show)
+                           check.args.warmup, check.args.duration, deadline=until,
+                           on_pair=lambda pair: show(vs.format_pair(pair)),
+                           on_failed=lambda failed: show(vs.format_failed(failed)))
         f.write(vs.format_totals(found) + "\n")
     (check.work / f"pairs-{label}.json").write_text(json.dumps([vs.pair_json(x) for x in found], indent=1))
-    wanted = len(tests) * 2
-    check.end(p, "done" if len(found) == wanted else f"{len(found)} of {wanted} pairs before its deadline")
-    return p
+    for failed in found.failed:
+        p.failed(Failure(f"{failed.test} {failed.mode} at {failed.tasks} tasks:", failed.reason, failed.lines))
+    if found.not_run:
+        p.mark(State.CUT_SHORT, f"{len(found.not_run)} of {len(tests) * 2} pairs left for its deadline")
 
 
-def scale(check: Check, until: float) -> Phase:
-    p = check.phase("scale/lock, counter, tree at 1..max cores")
+def doctor(check: Check, p: Phase) -> None:
+    check.mosbench(p, "doctor", "doctor")
+
+
+def scale(check: Check, p: Phase, until: float) -> None:
     store = str(check.work / "store.sqlite")
     common = ("--cores", "1..max", "--warmup", "0.3", "--duration", "0.7", "--store", store)
     half = (until + time.monotonic()) / 2 + 10  # the lock gets a little over half: it has twice the trials
@@ -192,14 +267,14 @@ def scale(check: Check, until: float) -> Phase:
                    until=half)
     check.mosbench(p, "run-scale-other", "run", "scale/counter", "scale/tree", "--trials", "1", *common,
                    "--label", "manycore-scale", until=until)
-    check.end(p)
-    return p
 
 
-def models(check: Check) -> Phase:
-    p = check.phase("models: prediction intervals and hold-out")
+def models(check: Check, p: Phase) -> None:
     store = str(check.work / "store.sqlite")
     runs = run_ids(store)
+    if not runs:
+        p.mark(State.SKIPPED, "no scale run was stored")
+        return
     far = str(max(64, 4 * check.cpus))
     if "manycore-lock" in runs:
         rid = runs["manycore-lock"]
@@ -213,12 +288,9 @@ def models(check: Check) -> Phase:
                            "--json", "--store", store)
     for rid in runs.values():
         check.mosbench(p, f"show-{rid}", "show", rid, "--store", store)
-    check.end(p, "done" if runs else "skipped: no scale run was stored")
-    return p
 
 
-def apps(check: Check, until: float) -> Phase:
-    p = check.phase("Metis, pedsort and fxmark at 1 and max cores")
+def apps(check: Check, p: Phase, until: float) -> None:
     store = str(check.work / "store.sqlite")
     extra: list[str] = []
     if not any(Path("/usr/src").glob("linux-source-*.tar.*")):
@@ -229,15 +301,12 @@ def apps(check: Check, until: float) -> Phase:
     # FxMark's shared-file write and shared-directory create on whatever file systems the machine can make;
     # not begun without time for a point or two (a run stopped while it makes a file system finishes that).
     if until - time.monotonic() < FXMARK_LEAST_S:
-        p.state = f"{'done' if p.state == 'not run' else p.state}; fxmark skipped: too little of the budget left"
-        check.end(p)
-        return p
+        p.mark(State.DONE, "fxmark skipped: too little of the budget left")
+        return
     file_systems = ["tmpfs", *(fs for fs in ("ext4", "xfs", "btrfs") if shutil.which(f"mkfs.{fs}"))]
     check.mosbench(p, "run-fxmark", "run", "fxmark/DWOM", "fxmark/MWCM", "--variant", ",".join(file_systems),
                    "--cores", f"1,{check.cpus}", "--trials", "1", "--warmup", "0.3", "--duration", "1",
-                   "-p", "fxmark.files=1000", "--label", "manycore-fxmark", "--store", store, until=until)
-    check.end(p)
-    return p
+                   "--label", "manycore-fxmark", "--store", store, until=until)
 
 
 def run_ids(store: str) -> dict[str, str]:
@@ -250,65 +319,138 @@ def run_ids(store: str) -> dict[str, str]:
 
 
 def summary(check: Check) -> str:
-    """One page: the machine, each phase, the pairs, the lock curves and models, the applications."""
-    from manycore_summary import page  # reads what the phases left in the work directory
+    """One page: the machine, each phase, the pairs, the lock curves and models, the applications. A
+    summary that cannot be drawn (a store the phases left broken) is the phases' table and why."""
+    import manycore_summary  # reads what the phases left in the work directory
 
-    return page(check.work, check.phases, check.cpus, time.monotonic() - check.started, check.args.budget)
+    elapsed = time.monotonic() - check.started
+    try:
+        return manycore_summary.page(check.work, check.phases, check.cpus, elapsed, check.args.budget)
+    except Exception as e:
+        return "\n".join([*manycore_summary.phases_section(check.phases),
+                          "", f"The rest of the summary failed: {type(e).__name__}: {e}"]) + "\n"
+
+
+class Parser(argparse.ArgumentParser):
+    """A bad argument is one line and exit 2, as every mosbench command says it; -h has the usage."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"check-manycore: {message}\n")
+
+
+def seconds(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (math.isfinite(x) and x > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return x
+
+
+def at_least(least: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        if not text.strip().isdigit() or int(text) < least:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of {least} or more")
+        return int(text)
+    return parse
+
+
+def refusal(args: argparse.Namespace) -> str | None:
+    """What is wrong with the places given, in one line; None when the check can start. --out is made
+    and written to here: a check that measured for its whole budget must not find at the end that its
+    results have nowhere to go."""
+    if args.wis is not None and not args.wis.is_dir():
+        return f"--wis {args.wis} is not a directory"
+    if args.kit is not None:
+        if not args.kit.is_dir():
+            return f"--kit {args.kit} is not a directory (make manycore-kit makes one)"
+        if not any((args.kit / part).is_dir() for part in ("wheels", "lib", "native")):
+            return f"--kit {args.kit} is not a kit: it has no wheels/, lib/ or native/ (make manycore-kit makes one)"
+    if args.out.exists() and not args.out.is_dir():
+        return f"--out {args.out} is not a directory"
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=args.out, prefix=".check-manycore."):
+            pass
+    except OSError as e:
+        return f"cannot write to --out {args.out}: {e.strerror or e}"
+    return None
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = Parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--wis", type=Path, help="a directory of built will-it-scale programs (<test>_processes, …)")
     ap.add_argument("--out", type=Path, required=True, help="where the archive and summary.md go")
     ap.add_argument("--kit", type=Path, help="wheels/, lib/ and native/ for a machine that lacks them")
-    ap.add_argument("--budget", type=float, default=420, help="seconds for the whole check (default 7 minutes)")
-    ap.add_argument("--tests", type=int, default=8, help="micro tests to compare (default 8)")
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--warmup", type=int, default=1, help="seconds skipped in each measurement")
-    ap.add_argument("--duration", type=int, default=1, help="seconds averaged in each measurement")
+    ap.add_argument("--budget", type=seconds, default=420, help="seconds for the whole check (default 7 minutes)")
+    ap.add_argument("--tests", type=at_least(1), default=8, help="micro tests to compare (default 8)")
+    ap.add_argument("--rounds", type=at_least(1), default=3)
+    ap.add_argument("--warmup", type=at_least(0), default=1, help="seconds skipped in each measurement")
+    ap.add_argument("--duration", type=at_least(1), default=1, help="seconds averaged in each measurement")
     args = ap.parse_args()
+    if why := refusal(args):  # it leaves no descriptor open
+        print(f"check-manycore: {why}", file=sys.stderr)
+        return 2
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import vs_will_it_scale as vs
 
     # First, before this script opens anything: a descriptor inherited from whatever started it would size
     # will-it-scale's shared descriptor table and move its contended tests (vs_will_it_scale says how much).
     vs.close_inherited_fds()
-    if args.wis is not None and not args.wis.is_dir():
-        print(f"check-manycore: --wis {args.wis} is not a directory", file=sys.stderr)
-        return 2
-    args.out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     scratch = Path(tempfile.mkdtemp(prefix="mosbench-manycore-"))
     work = scratch / f"manycore-{platform.node()}-{stamp}"
     work.mkdir()
+    measured = written = False
     try:
         check = Check(args, work, kit_environment(args.kit, work))
         if args.kit and (args.kit / "native").is_dir():
             os.environ["MOSBENCH_NATIVE"] = str(args.kit / "native")
         (work / "machine.txt").write_text(machine_facts(check))
-        check.mosbench(Phase("doctor"), "doctor", "doctor")
+        measured = True
+        check.run_phase("doctor", lambda p: doctor(check, p))
         budget = args.budget
         if args.wis:
-            pairs(check, check.cpus, "max", check.started + 0.45 * budget)
+            check.run_phase(f"micro against will-it-scale at {check.cpus} tasks",
+                            lambda p: pairs(check, p, check.cpus, "max", check.started + 0.45 * budget))
         else:
-            check.phases.append(Phase("micro against will-it-scale", state="skipped: no --wis given"))
-        scale(check, check.started + 0.75 * budget)
-        models(check)
-        apps(check, check.started + 0.9 * budget)
+            check.phases.append(Phase("micro against will-it-scale", state=State.SKIPPED, notes=["no --wis given"]))
+        check.run_phase("scale/lock, counter, tree at 1..max cores",
+                        lambda p: scale(check, p, check.started + 0.75 * budget))
+        check.run_phase("models: prediction intervals and hold-out", lambda p: models(check, p))
+        check.run_phase("Metis, pedsort and fxmark at 1 and max cores",
+                        lambda p: apps(check, p, check.started + 0.9 * budget))
+        half = max(1, check.cpus // 2)
         if args.wis and check.cpus // 2 >= 1 and check.left() > OVERHEAD_S * 2:
-            pairs(check, max(1, check.cpus // 2), "half", check.deadline - OVERHEAD_S)
+            check.run_phase(f"micro against will-it-scale at {half} tasks",
+                            lambda p: pairs(check, p, half, "half", check.deadline - OVERHEAD_S))
         sys.path.insert(0, str(ROOT / "scripts"))
         text = summary(check)
         (work / "summary.md").write_text(text)
-        shutil.copy(work / "summary.md", args.out / "summary.md")
-        archive = args.out / f"{work.name}.tar.gz"
-        with tarfile.open(archive, "w:gz") as tar:
-            tar.add(work, arcname=work.name)
         print(text)
+        archive = args.out / f"{work.name}.tar.gz"
+        try:
+            shutil.copy(work / "summary.md", args.out / "summary.md")
+            with tarfile.open(archive, "w:gz") as tar:
+                tar.add(work, arcname=work.name)
+        except OSError as e:
+            archive.unlink(missing_ok=True)
+            print(f"check-manycore: cannot write to --out {args.out}: {e.strerror or e}", file=sys.stderr)
+            return 1
+        written = True
         print(f"wrote {archive} and {args.out / 'summary.md'} in {time.monotonic() - check.started:.0f} s")
+        if failed := check.failed():
+            print(f"check-manycore: {len(failed)} phase{'s' if len(failed) > 1 else ''} failed: "
+                  f"{', '.join(p.name for p in failed)} (summary.md has their last lines)", file=sys.stderr)
+            return 1
         return 0
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        if written or not measured:
+            shutil.rmtree(scratch, ignore_errors=True)
+        else:
+            # Whatever stopped it (an --out gone unwritable, Ctrl-C, a bug), the results stay.
+            print(f"check-manycore: every result so far is kept in {work}", file=sys.stderr)
 
 
 def machine_facts(check: Check) -> str:

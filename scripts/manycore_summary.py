@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vs_will_it_scale import Modes  # benchmarks/ is on the path: the check imports it first
 
@@ -13,13 +13,15 @@ from mosbench.analysis import cells
 from mosbench.store.db import Store
 from mosbench.units import si
 
+if TYPE_CHECKING:
+    from check_manycore import Phase
 
-def page(work: Path, phases: list, cpus: int, elapsed: float, budget: float) -> str:
+
+def page(work: Path, phases: list[Phase], cpus: int, elapsed: float, budget: float) -> str:
     facts = dict(line.split(" ", 1) for line in (work / "machine.txt").read_text().splitlines() if " " in line)
     lines = [f"# mosbench many-core check: {facts.get('host', '?')}, {cpus} CPUs",
              "", f"{facts.get('model', '')}; kernel {facts.get('kernel', '')}; Python {facts.get('python', '')}; "
-             f"{elapsed:.0f} s of a {budget:.0f} s budget.", "", "| phase | seconds | state |", "| --- | --- | --- |"]
-    lines += [f"| {p.name} | {p.seconds:.0f} | {p.state} |" for p in phases]
+             f"{elapsed:.0f} s of a {budget:.0f} s budget.", "", *phases_section(phases)]
     for label in ("max", "half"):
         path = work / f"pairs-{label}.json"
         if path.exists():
@@ -33,6 +35,19 @@ def page(work: Path, phases: list, cpus: int, elapsed: float, budget: float) -> 
             lines += ["", f"## `{text.read_text().splitlines()[0].removeprefix('$ ')}`", "", "```",
                       *holdout_lines(text), "```"]
     return "\n".join(lines) + "\n"
+
+
+def phases_section(phases: list[Phase]) -> list[str]:
+    """Each phase's time and state; then, where any failed, what failed and the last lines it printed."""
+    lines = ["| phase | seconds | state |", "| --- | --- | --- |",
+             *(f"| {p.name} | {p.seconds:.0f} | {p.describe()} |" for p in phases)]
+    failed = [(p, f) for p in phases for f in p.failures]
+    if not failed:
+        return lines
+    lines += ["", f"## FAILED: {len({p.name for p, _ in failed})} of {len(phases)} phases"]
+    for p, f in failed:
+        lines += ["", f"{p.name}: {f.what} {f.how}", *(["", "```", *f.lines, "```"] if f.lines else [])]
+    return lines
 
 
 def pairs_section(found: list[dict[str, Any]]) -> list[str]:

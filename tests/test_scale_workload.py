@@ -6,6 +6,7 @@ import pytest
 
 from mosbench.errors import UserError
 from mosbench.run import plan
+from mosbench.store.db import Store
 from tests.conftest import mosbench, needs_native
 
 pytestmark = needs_native
@@ -54,6 +55,7 @@ def test_model_without_measurements_and_its_errors(tmp_path):
     assert (tmp_path / "m.png").stat().st_size > 1000
     half = mosbench("model", "lock", "--s", "200")
     assert half.returncode == 2 and "--s and --c together" in half.stderr
+    Store(str(tmp_path / "none.sqlite"))  # a store without runs (model only reads: it makes none)
     empty = mosbench("model", "lock", "--store", str(tmp_path / "none.sqlite"))
     assert empty.returncode == 2 and "no run" in empty.stderr
 

@@ -191,9 +191,10 @@ def test_theirs_reads_the_window_and_leaves_nothing_behind(tmp_path):
 
 def test_theirs_too_few_lines_is_an_error(tmp_path):
     wis = stand_in(tmp_path, {"fake1": ["100"]})
-    (wis / "fake1_processes").write_text("#!/bin/sh\necho 'min:1 max:2 total:5'\n")
-    with pytest.raises(RuntimeError, match="gave 1 samples"):
+    (wis / "fake1_processes").write_text("#!/bin/sh\necho 'min:1 max:2 total:5'\necho 'gave up' >&2\nexit 3\n")
+    with pytest.raises(vs.ToolFailed, match="fake1_processes gave 1 of 3 samples, exit 3") as e:
         vs.theirs(wis, "fake1", "procs", 1, 1, 2)
+    assert e.value.lines == ["gave up"]
 
 
 def test_rounds_interleave_and_results_are_data(tmp_path):

@@ -67,9 +67,10 @@ def situations_table(found: list[commute.PairResult]) -> TableModel:
     """Every situation at every pair core count: both sides alone and beside each other."""
     t = TableModel(f"Each side's rate beside the other over its rate alone (one core, same state); a pair "
                    f"scales where both keep {commute.SCALES_AT:.0%}",
+                   # The rates alone are the ratios' context, shown with --wide: the verdict's columns fit 80.
                    [Column("situation", left=True), Column("calls", left=True), Column("cores"),
-                    Column("A alone/s"), Column("B alone/s"), Column("A beside B"), Column("B beside A"),
-                    Column("scales", left=True)])
+                    Column("A alone/s", essential=False), Column("B alone/s", essential=False),
+                    Column("A beside B"), Column("B beside A"), Column("scales", left=True)])
     for r in found:
         said = "–" if r.scales is None else "yes" if r.scales else "NO"
         if r.interfered:

@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 from mosbench.analysis import baseline
 from mosbench.analysis.cells import Series
 from mosbench.report.rows import Column, TableModel
+from mosbench.units import si
 
 
 def baseline_figure(name: str, steps: list[baseline.BaselineStep], verdict: baseline.Verdict, unit: str) -> Figure:
@@ -45,7 +46,7 @@ def baseline_table(name: str, steps: list[baseline.BaselineStep], verdict: basel
                                                    Column("carried/s"), Column("busy"), Column(f"CPU µs/{unit}")])
     for s in steps:
         bent = verdict.bends_at == s
-        t.add([f"{s.offered_share:.0%}", f"{s.offered:.0f}", f"{s.carried:.0f}", f"{s.busy:.0%}",
+        t.add([f"{s.offered_share:.0%}", si(s.offered), si(s.carried), f"{s.busy:.0%}",
                "–" if s.cpu_us_per_unit is None else f"{s.cpu_us_per_unit:.3g}"], style="failed" if bent else None)
     return t
 
@@ -53,7 +54,7 @@ def baseline_table(name: str, steps: list[baseline.BaselineStep], verdict: basel
 def qos_table(series: list[Series]) -> TableModel | None:
     """Every file-set point's search: each step's connections, rate and verdicts, the chosen one marked."""
     t = TableModel("the search for the most load meeting SPECweb2005's rule (95% good, 99% tolerable)",
-                   [Column("variant", left=True), Column("cores"), Column("connections/port"), Column("kB/s"),
+                   [Column("variant", left=True), Column("cores"), Column("connections per port"), Column("kB/s"),
                     Column("good"), Column("tolerable"), Column("p99 ms"), Column("server CPU µs/kB"),
                     Column("chosen", left=True)])
     for s in series:
@@ -61,7 +62,7 @@ def qos_table(series: list[Series]) -> TableModel | None:
             m = cell.best_metrics
             for step in m.get("qos_steps") or []:
                 chosen = step["connections"] == m.get("qos_connections")
-                t.add([s.variant, str(cell.cores), str(step["connections"]), f"{step['kilobytes_per_s']:.0f}",
+                t.add([s.variant, str(cell.cores), str(step["connections"]), si(step["kilobytes_per_s"]),
                        f"{step['good_share']:.1%}", f"{step['tolerable_share']:.1%}",
                        f"{step['latency_p99_us'] / 1000:.1f}",
                        "–" if step["server_us_per_kilobyte"] is None else f"{step['server_us_per_kilobyte']:.3g}",

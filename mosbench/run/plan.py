@@ -152,27 +152,45 @@ def parse_trials(spec: str) -> tuple[int, int]:
     return AUTO_MIN_TRIALS, top
 
 
+def _tests_named(name: str, known: list[str]) -> list[str]:
+    """The tests among `known` (its workload's) that a selection `name` (workload or workload/test) names;
+    an unknown test is a UserError."""
+    wname, _, test = name.partition("/")
+    if not test:
+        return known
+    # A test's name may have parts (commute/open-open/diffname-samedir): a leading part selects them all.
+    chosen = [test] if test in known else [t for t in known if t.startswith(test + "/")]
+    if not chosen:
+        raise UserError(f"unknown test {name!r} (see `mosbench list {wname}`)")
+    return chosen
+
+
 def resolve_selections(names: list[str]) -> list[tuple[str, str]]:
     """"micro" → every micro test; "micro/open1" → that one; an unknown name is a UserError."""
     selections: list[tuple[str, str]] = []
     for name in names:
-        wname, _, test = name.partition("/")
+        wname = name.partition("/")[0]
         w = registry.get(wname)
         w.check_available()
-        known = [t.name for t in w.tests()]
-        if test:
-            # A test's name may have parts (commute/open-open/diffname-samedir): a leading part selects them all.
-            chosen = [test] if test in known else [t for t in known if t.startswith(test + "/")]
-            if not chosen:
-                raise UserError(f"unknown test {name!r} (see `mosbench list {wname}`)")
-        else:
-            chosen = known
-        for t in chosen:
+        for t in _tests_named(name, [t.name for t in w.tests()]):
             if (wname, t) not in selections:
                 selections.append((wname, t))
     if not selections:
         raise UserError("nothing to run: name a workload, e.g. `mosbench run micro`")
     return selections
+
+
+def stored_selections(names: list[str]) -> list[str]:
+    """Selections of stored points (history's), named as `run` names them: an unknown workload or test is
+    a UserError, and a leading part of a test's name is every test it leads (commute/open-open: each
+    open-open situation), written out whole. Nothing need be built: where a workload cannot list its tests
+    here (its native program missing), a test is taken as named."""
+    chosen: list[str] = []
+    for name in names:
+        wname, _, test = name.partition("/")
+        known = [t.name for t in registry.get(wname).tests()]
+        chosen += [test_name(wname, t) for t in _tests_named(name, known)] if test and known else [name]
+    return list(dict.fromkeys(chosen))
 
 
 def resolve_variants(selections: list[tuple[str, str]], wanted: list[str] | None) -> dict[str, list[str]]:

@@ -1,7 +1,9 @@
 """The results store: SQLite by default, PostgreSQL by URL, through SQLAlchemy Core.
 
 Every point is committed the moment it is measured. The schema is versioned: `MIGRATIONS[i]` takes a
-store from version i to i+1, and opening a store applies whatever it lacks.
+store from version i to i+1, and opening a store applies whatever it lacks. A command that only reads
+opens with create=False: a store that is not there, or a file that is not a store, is refused in one
+line and nothing is made.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import datetime as dt
 import gc
 import json
 import os
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -115,15 +118,47 @@ MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3, _v4]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-def url_from(store: str | None) -> str:
+def url_from(store: str | None, create: bool = True) -> str:
+    """The store's URL; with create, an SQLite file's folder is made."""
     store = store or os.environ.get("MOSBENCH_STORE")
-    if not store:
-        DEFAULT_PATH.parent.mkdir(parents=True, exist_ok=True)
-        return f"sqlite:///{DEFAULT_PATH}"
-    if "://" not in store:  # a plain path means an SQLite file
-        Path(store).parent.mkdir(parents=True, exist_ok=True)
-        return f"sqlite:///{store}"
-    return store
+    if store and "://" in store:
+        return store
+    path = store or str(DEFAULT_PATH)  # a plain path means an SQLite file
+    if create:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path}"
+
+
+def _sqlite_path(url: str) -> Path | None:
+    """The file of an SQLite store's URL; None for another database or one in memory."""
+    try:
+        u = sa.engine.make_url(url)
+    except sa.exc.ArgumentError:
+        return None  # said by create_engine, in its own words
+    return Path(u.database) if u.get_backend_name() == "sqlite" and u.database not in (None, "", ":memory:") else None
+
+
+def _check_sqlite_store(path: Path) -> None:
+    """An SQLite store that a reading command may open: there, and a mosbench store, found without
+    writing to it (opening it as a store would set its journal mode: a write)."""
+    if not path.exists():
+        raise UserError(f"no results store at {path} (`mosbench run` makes one; --store or MOSBENCH_STORE "
+                        "names another)")
+    if path.is_dir():
+        raise UserError(f"store {path} is a directory, not a mosbench results store")
+    if path.stat().st_size == 0:
+        raise UserError(f"store {path} is an empty file, not a mosbench results store")
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+                                 ).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error as e:
+        raise UserError(f"store {path} is not a mosbench results store: {e}") from None
+    if found is None:
+        raise UserError(f"store {path} is not a mosbench results store (it has no schema_version table)")
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
@@ -178,12 +213,20 @@ class _Stacks:
 
 
 class Store:
-    def __init__(self, url: str | None = None):
-        self.url = url_from(url)
+    def __init__(self, url: str | None = None, create: bool = True):
+        """The store at url (an SQLite path or a SQLAlchemy URL; by default MOSBENCH_STORE, else
+        DEFAULT_PATH), made where it is not there. create=False, for the commands that only read: one
+        that is not there, or is not a mosbench store, is a UserError and nothing is made."""
+        self.url = url_from(url, create)
+        file = None if create else _sqlite_path(self.url)
+        if file is not None:
+            _check_sqlite_store(file)
         try:
             self.engine: Engine = sa.create_engine(self.url, future=True)
             if self.engine.dialect.name == "sqlite":
                 event.listen(self.engine, "connect", _sqlite_pragmas)
+            if not create and file is None:
+                self._check_store()
             self._migrate()
         except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError) as e:
             raise UserError(f"bad store URL {self.url!r}: {e}") from None
@@ -207,6 +250,13 @@ class Store:
             said = str(e.orig).strip().splitlines()
             reason = said[0] if said else type(e.orig).__name__
             raise StoreError(f"the results store {self.shown_url} failed: {reason}") from None
+
+    def _check_store(self) -> None:
+        """A database server's store, for a reading command: it holds mosbench's tables."""
+        with self.engine.connect() as conn:
+            if not sa.inspect(conn).has_table(schema_version.name):
+                raise UserError(f"store {self.shown_url} is not a mosbench results store (it has no "
+                                "schema_version table)")
 
     def _migrate(self) -> None:
         with self.engine.begin() as conn:
