@@ -6,6 +6,7 @@ import contextlib
 import io
 import math
 import os
+import re
 import shlex
 import sys
 import tempfile
@@ -133,10 +134,21 @@ def _comma_list(_ctx, _param, value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
 
 
+def _commit_id(_ctx, _param, value: str | None) -> str | None:
+    """--commit: a commit id as git prints it (history orders and bisects runs by it), lower-cased."""
+    if value is not None and not re.fullmatch(r"[0-9a-fA-F]{7,40}", value):
+        raise UserError(f"--commit {value!r} is not a commit id: give its 7 to 40 hex digits "
+                        "(`git -C TREE rev-parse REV` prints them)")
+    return value.lower() if value else None
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name=None, version=__import__("mosbench").__version__)
 def cli() -> None:
     """Multicore OS-scalability benchmark: run kernel-intensive workloads at growing core counts."""
+    # Every command first undoes what a run killed with its guardian left behind (its journal names it all);
+    # with no dead run's journal, this is one look at the journal directory.
+    _recover()
 
 
 @cli.command()
@@ -166,10 +178,10 @@ def cli() -> None:
               help="Profile each window with perf (call graphs, kernel lock contention, PMU counts) and store it "
                    "with the point: every point, or those of the given workloads or workload/tests (a,b/c).")
 @click.option("--label", help="A name for this run (e.g. the kernel under test).")
-@click.option("--commit", "kernel_commit", metavar="REV",
-              help="The running kernel's commit in its tree, recorded with the run: `mosbench history --order "
-                   "commit` orders runs by it and `--bisect` bisects between them (vm, ab and bisect record a "
-                   "built tree's HEAD themselves).")
+@click.option("--commit", "kernel_commit", metavar="ID", callback=_commit_id,
+              help="The running kernel's commit id in its tree (7 to 40 hex digits), recorded with the run: "
+                   "`mosbench history --order commit` orders runs by it and `--bisect` bisects between them (vm, "
+                   "ab and bisect record a built tree's HEAD themselves).")
 @click.option("--resume", "resume_ref", help="Finish an interrupted run (id or 'latest').")
 @click.option("--max-interference", default=2.0, show_default=True, type=click.FloatRange(0, 100),
               metavar="PERCENT", help="Mark a point interfered where other programs (and steal) took more than "
@@ -185,7 +197,6 @@ def run(selections, cores, variants, trials_spec, precision, duration, warmup, i
     from mosbench.run import start
     from mosbench.run.sweep import Sweep  # the sweep pulls in rich's live display; keep `list` fast
 
-    _recover()
     topo = topology.read()
     if resume_ref:
         if selections:
@@ -287,11 +298,10 @@ def list_cmd(names: tuple[str, ...]) -> None:
 @store_option
 def runs(store_url) -> None:
     """Stored runs, one line each."""
-    _recover()
     header = ("id", "label", "status", "started", "host", "kernel", "points", "failed", "command")
     rows = [(str(r["id"]), r["label"] or "", r["status"], r["started_at"].strftime("%Y-%m-%d %H:%M"),
              r["environment"].get("hostname", ""), r["environment"].get("kernel", ""), str(r["points"]),
-             str(r["failed"]), r["command"]) for r in store.Store(store_url).list_runs()]
+             str(r["failed"]), r["command"]) for r in store.Store(store_url, create=False).list_runs()]
     # A line a run, in aligned columns with the command last and whole (`| less -S` or `| grep` reads it, and it
     # can be run again); a terminal cuts it at its width rather than folding one run over many lines.
     widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header) - 1)]
@@ -309,8 +319,7 @@ def runs(store_url) -> None:
 def show(run_ref, wide, store_url) -> None:
     """A run as terminal tables (RUN is an id or 'latest'): the essential columns in the terminal's width
     (80 in a pipe), every column with --wide."""
-    _recover()
-    db = store.Store(store_url)
+    db = store.Store(store_url, create=False)
     from mosbench.analysis import verdict
     from mosbench.report import history as history_report
     from mosbench.report import rows, sections
@@ -322,6 +331,10 @@ def show(run_ref, wide, store_url) -> None:
     console.print(f"run #{r['id']} ({r['status']}) on {r['environment']['hostname']}, "
                   f"kernel {r['environment']['kernel']}: {r['environment'].get('topology_summary', '')}",
                   soft_wrap=False)
+    if why := UNFINISHED.get(r["status"]):
+        console.print(f"run #{r['id']} {why} with {len(pts)} point{'s' if len(pts) != 1 else ''} stored: "
+                      f"`{_resume_command(r['id'], store_url)}` measures the rest", style="yellow", markup=False,
+                      highlight=False, soft_wrap=True)
     if banner := rows.interference_banner(series):
         console.print(f"⚠ {banner}", style="red", markup=False, highlight=False, soft_wrap=False)
     found_profiles = profiles.by_series(pts)
@@ -337,6 +350,15 @@ def show(run_ref, wide, store_url) -> None:
                               soft_wrap=False)
             else:
                 console.print(table.render(item, wide), crop=False)
+
+
+# A run's status where `--resume` finishes it, and what stopped it.
+UNFINISHED = {"killed": "was killed before it finished (its harness died)",
+              "incomplete": "was interrupted before it finished"}
+
+
+def _resume_command(run_id: int, store_url: str | None) -> str:
+    return shlex.join(["mosbench", "run", "--resume", str(run_id), *(["--store", store_url] if store_url else [])])
 
 
 def _check_writable(output: Path) -> None:
@@ -359,8 +381,9 @@ def report(run_refs, output: Path, store_url) -> None:
     """HTML report of one run, or of several compared (figures also as PNG and SVG beside it)."""
     from mosbench.report import html
 
+    db = store.Store(store_url, create=False)
     _check_writable(output)
-    path = html.write(store.Store(store_url), list(run_refs) or ["latest"], output)
+    path = html.write(db, list(run_refs) or ["latest"], output)
     console.print(f"wrote {path} (figures in {path.parent / (path.stem + '_files')})")
 
 
@@ -376,8 +399,9 @@ def report(run_refs, output: Path, store_url) -> None:
 @store_option
 def compare(run_refs, include_interfered, fail_on, as_json, wide, store_url) -> None:
     """Runs compared with the first (RUN is an id or 'latest'): the environment's differences first,
-    then each matched point's change with its 95% interval, flagged where Welch's t-test says so.
-    Trials that other programs interfered with are left out unless --include-interfered."""
+    then each matched point's change with its 95% interval, flagged where Welch's t-test says so, and
+    under them why each significant change happened: what moved in its profiles, or the command that
+    would profile it. Trials that other programs interfered with are left out unless --include-interfered."""
     import json
 
     from mosbench.analysis import compare as comparing
@@ -387,17 +411,21 @@ def compare(run_refs, include_interfered, fail_on, as_json, wide, store_url) -> 
         raise UserError("compare needs two runs or more: mosbench compare BASELINE OTHER [OTHER…]")
     if fail_on is not None and not 0 <= fail_on < 100:
         raise UserError(f"--fail-on-regression takes a percentage from 0 up to 100, not {fail_on:g}")
-    db = store.Store(store_url)
+    db = store.Store(store_url, create=False)
     runs = [db.run(ref) for ref in run_refs]
     if len({r["id"] for r in runs}) < len(runs):
         raise UserError("compare was given the same run twice")
     found, series = _comparison(db, runs, include_interfered)
     regressed = comparing.regressions(found, fail_on) if fail_on is not None else []
+    explained = _explained(db, runs, found, include_interfered)
     if as_json:
-        click.echo(json.dumps(comparing.as_json(found, fail_on), indent=1))
+        click.echo(json.dumps(comparing.as_json(found, fail_on, {(x.found.labels[1], x.change.point):
+                                                                 x.found.as_json() for x in explained}), indent=1),
+                   file=stdout)
         sys.exit(1 if regressed else 0)
     out = _table_console()
     _print_comparison(out, found, series, wide)
+    _print_explained(out, explained, wide)
     if fail_on is None:
         return
     for line in rows.regression_lines(regressed, fail_on):
@@ -411,6 +439,36 @@ def _comparison(db: store.Store, runs: list[dict], include_interfered: bool = Fa
 
     series = [analysis.build_series(db.points(r["id"], with_samples=False)) for r in runs]
     return comparing.compare_runs(runs, series, comparing.run_labels(runs), include_interfered), series
+
+
+def _explained(db: store.Store, runs: list[dict], found, include_interfered: bool = False) -> list:
+    """Each significant change explained by its two sides' profiles (analysis/explain), or the command
+    that would profile them; the profiles are read only where something changed."""
+    from mosbench.analysis import explain
+
+    if not any(c.significant for run in found.changes for c in run):
+        return []
+    rows = [db.points(r["id"], with_profiles=True, with_samples=False) for r in runs]
+    return explain.comparison(found, runs, rows, include_interfered)
+
+
+def _print_explained(out: Console, explained: list, wide: bool = False) -> None:
+    """Each explained change's table and share; then those a side of which was not profiled, with the
+    commands that would profile them (folded as a shell folds them, so a copy still runs)."""
+    import textwrap
+
+    from mosbench.report import whatchanged
+
+    for block in whatchanged.blocks(explained):
+        out.print(textwrap.fill(f"Why: {block.heading}", width=out.width, break_on_hyphens=False), markup=False,
+                  highlight=False, soft_wrap=True)
+        out.print(table.render(block.table, wide), crop=False)
+        for line in block.lines:
+            _print_indented(out, line)
+    if (left := whatchanged.unexplained(explained)) is not None:
+        _print_indented(out, left.line)
+        for command in left.commands:
+            out.print(whatchanged.fold_command(command, out.width), markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_comparison(out: Console, found, series, wide: bool = False) -> None:
@@ -444,7 +502,7 @@ def export(run_ref, fmt, output, store_url) -> None:
     import io
     import json
 
-    db = store.Store(store_url)
+    db = store.Store(store_url, create=False)
     r = db.run(run_ref)
     if fmt == "json":
         text = json.dumps({"run": json.loads(store.dumps([r]))[0],
@@ -462,7 +520,7 @@ def export(run_ref, fmt, output, store_url) -> None:
     if output:
         output.write_text(text)
     else:
-        sys.stdout.write(text)
+        stdout.write(text)
 
 
 @cli.group()
@@ -503,7 +561,7 @@ def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, as_json, wide, store_ur
 
         fits = lockmodel.given(a_ns or float(PAR_NS), s_ns, c_ns)
     else:
-        db = store.Store(store_url)
+        db = store.Store(store_url, create=False)
         r = db.run(run_ref or "latest")
         fits = lockmodel.fit_run(analysis.build_series(db.points(r["id"])), r["plan"]["params"], a_ns)
         if not fits:
@@ -515,7 +573,7 @@ def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, as_json, wide, store_ur
         counts = rows.lock_model_counts(fits, up_to)
         click.echo(json.dumps({"run": None if s_ns is not None else r["id"], "up_to": up_to, "cores": counts,
                                "models": [{"variant": name, **f.as_json(counts)} for name, f in fits.items()]},
-                              indent=1))
+                              indent=1), file=stdout)
     else:
         out = _table_console()
         for t in table.lock_model_tables(fits, up_to, wide):
@@ -550,7 +608,7 @@ def model_scaling(run_ref, up_to, output, as_json, wide, store_url) -> None:
     from mosbench.analysis import models, scaling
     from mosbench.report import plots, rows
 
-    db = store.Store(store_url)
+    db = store.Store(store_url, create=False)
     r = db.run(run_ref or "latest")
     groups = analysis.group_by_test(analysis.build_series(db.points(r["id"])))
     if not groups:
@@ -580,7 +638,7 @@ def model_scaling(run_ref, up_to, output, as_json, wide, store_url) -> None:
         import json
 
         click.echo(json.dumps({"run": r["id"], "up_to": up_to, "rates": "per second per core", "tests": tests},
-                              indent=1))
+                              indent=1), file=stdout)
 
 
 @cli.command()
@@ -592,7 +650,6 @@ def doctor(clients, server_address, ssh_config) -> None:
     --clients, each client host's reach, CPUs, route, clock and generators, and the server's NIC."""
     from mosbench.machine import doctor as checks
 
-    _recover()
     rows = list(checks.checks())
     if clients:
         from mosbench import native
@@ -643,7 +700,6 @@ def vm(shape, nodes, memory_mb, cgroup_version, suite, kernel_spec, timeout_min,
     from mosbench.guest import host as guest_vm
     from mosbench.guest import kernels
 
-    _recover()
     if run_args and suite:
         raise UserError("give a --suite or SELECTIONS to run, not both")
     checked = _checked_run_args(run_args) if run_args else None
@@ -762,11 +818,12 @@ def ab(kernel_specs, shape, first_rounds, max_rounds, precision, boot_timeout_mi
     """Kernel A against kernel B: each booted in turn in the same guest, SELECTIONS measured in each boot
     (any `mosbench run` options), rounds A B B A … until every point is decided (Welch's test says they
     differ, or the ratio's 95% interval is within ±--precision) or --max-rounds; then compare's table,
-    and for each point that differs, the kernel functions whose time per unit grew from A to B."""
+    and for each point that differs, why: with --profile among the run options every boot is profiled, and
+    the functions, locks and system calls whose time per unit moved from A to B beyond their trials' spread
+    are named (docs/ANALYSIS.md)."""
     from mosbench.guest import ab as ab_rounds
     from mosbench.guest import kernels
 
-    _recover()
     if len(kernel_specs) != 2:
         raise UserError("ab compares two kernels: --kernel A --kernel B")
     if first_rounds > max_rounds:
@@ -789,7 +846,7 @@ def ab(kernel_specs, shape, first_rounds, max_rounds, precision, boot_timeout_mi
     found, series = _comparison(db, runs)
     _print_comparison(out, found, series)
     _print_decisions(out, outcome.decisions, outcome.rounds, max_rounds)
-    _print_grown(out, db, outcome)
+    _print_explained(out, _ab_explained(db, runs, found, outcome))
     out.print(f"A and B are kept as runs {outcome.merged[0]} and {outcome.merged[1]} (each boot's run too): "
               f"`mosbench compare {outcome.merged[0]} {outcome.merged[1]}`, `mosbench report {outcome.merged[1]}`",
               markup=False, soft_wrap=True)
@@ -807,23 +864,19 @@ def _print_decisions(out: Console, decisions, rounds: int, max_rounds: int) -> N
         out.print(f"  {d.state.upper():7} {d.name}: B/A {d.text()}", markup=False, highlight=False)
 
 
-def _print_grown(out: Console, db: store.Store, outcome) -> None:
-    """Where A and B differ and both were profiled (--profile), what grew: the lock functions among it
-    say the difference is in the locks."""
+def _ab_explained(db: store.Store, runs: list[dict], found, outcome) -> list:
+    """Where A and B differ, why: each point's profiles on the two sides (every boot's trials replicates,
+    with `--profile` among the run options), or the `mosbench ab … --profile` that would record them."""
+    from mosbench.analysis import explain
     from mosbench.analysis.decide import State
 
-    by_side = [profiles.by_series(db.points(r, with_profiles=True, with_samples=False)) for r in outcome.merged]
-    for d in outcome.decisions:
-        if d.state != State.DIFFER:
-            continue
-        k = d.point
-        pa, pb = (side.get((k.workload, k.test, k.variant), {}).get(k.cores) for side in by_side)
-        if pa is None or pb is None:
-            continue
-        grown = [g for g in profiles.growth(pa, pb, top=6) if abs(g.change_us) > 0]
-        out.print(f"  {d.name}, CPU µs per unit by function, A → B: "
-                  + "; ".join(f"{g.function} {g.low_us:.3g} → {g.high_us:.3g}" for g in grown),
-                  markup=False, highlight=False, soft_wrap=True)
+    differ = {d.point for d in outcome.decisions if d.state == State.DIFFER}
+    if not differ:
+        return []
+    rows = [db.points(r["id"], with_profiles=True, with_samples=False) for r in runs]
+    labels = (found.labels[0], found.labels[1])
+    return [explain.Explained(c, explain.point(c.point, (runs[0], runs[1]), (rows[0], rows[1]), labels))
+            for c in found.changes[0] if c.point in differ]
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})
@@ -847,7 +900,6 @@ def bisect(tree, good, bad, work, step_rounds, jobs, shape, first_rounds, max_ro
     from mosbench.guest import bisect as bisecting
     from mosbench.report import rows
 
-    _recover()
     checked = _checked_run_args(run_args)
     good_id, bad_id = bisecting.resolve_revisions(tree, good, bad)
     bisecting.check_build_tools()
@@ -899,16 +951,20 @@ def history(ctx, selections, host, order, tree, fail_on, as_json, then_bisect, w
 
     from mosbench.analysis import history as hist
     from mosbench.report import history as history_report
+    from mosbench.run.plan import stored_selections
 
     if fail_on is not None and not 0 <= fail_on < 100:
         raise UserError(f"--fail-on-change takes a percentage from 0 up to 100, not {fail_on:g}")
     if then_bisect and tree is None:
         raise UserError("--bisect needs the kernel tree the runs' commits come from: --tree DIR")
-    db = store.Store(store_url)
-    found = hist.build(db.list_runs(), db.history_points, list(selections), host, hist.Order(order), tree)
+    # Names are checked as `run` checks them: an unknown one is said, not searched for.
+    chosen = stored_selections(list(selections))
+    db = store.Store(store_url, create=False)
+    found = hist.build(db.list_runs(), db.history_points, chosen, host, hist.Order(order), tree)
     worse = found.worse_than(fail_on) if fail_on is not None else []
     if as_json:
-        click.echo(json.dumps(history_report.as_json(found, fail_on), indent=1))
+        # Through stdout: a reader that leaves (| head) never turns the gate's answer into click's exit 1.
+        click.echo(json.dumps(history_report.as_json(found, fail_on), indent=1), file=stdout)
         sys.exit(1 if worse else 0)
     out = _table_console()
     for model in (history_report.series_table(found), history_report.shifts_table(found)):
@@ -960,10 +1016,9 @@ def _main() -> None:
         if stopped is None:
             err_console.print("mosbench: interrupted", markup=False, highlight=False)
         else:
-            again = shlex.join(["mosbench", "run", "--resume", str(stopped.run_id),
-                                *(["--store", stopped.store_url] if stopped.store_url else [])])
             err_console.print(f"mosbench: interrupted; run #{stopped.run_id}'s finished points are kept "
-                              f"(`{again}` measures the rest)", markup=False, highlight=False)
+                              f"(`{_resume_command(stopped.run_id, stopped.store_url)}` measures the rest)",
+                              markup=False, highlight=False)
         sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as e:
         # One line, as for every error a user can cause; `-h` has the usage.

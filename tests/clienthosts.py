@@ -126,6 +126,7 @@ class ClientHosts:
         self.dir = Path(tempfile.mkdtemp(prefix="mosbench-test-hosts-"))
         self.ssh_config = self.dir / "ssh_config"
         self.faketime: FaketimeShared | None = None
+        self.sshd_binary: Path | None = None
         self.faketime_before = _faketime_files()  # others' (a run of an older rig) are not this one's
 
     def __enter__(self) -> ClientHosts:
@@ -140,8 +141,8 @@ class ClientHosts:
         self.close()
 
     def _make(self) -> None:
-        sshd = sshd_path()
-        assert sshd is not None
+        self.sshd_binary = sshd_path()
+        assert self.sshd_binary is not None
         d = self.dir
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / "client_key")], check=True)
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / "host_key")], check=True)
@@ -185,18 +186,23 @@ class ClientHosts:
                 f"AuthorizedKeysFile {d / 'authorized_keys'}\nPidFile {d / f'sshd.{i}.pid'}\n"
                 "PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
                 "UsePAM no\nStrictModes no\nPrintMotd no\nMaxSessions 64\nMaxStartups 64\n" + env)
-            # The mount namespace `ip netns exec` makes is the sshd's alone: the binds vanish with it.
-            script = (f"mount --bind {d / 'passwd'} /etc/passwd && mkdir -p /run/sshd && "
-                      f"mount --bind {d / 'privsep'} /run/sshd && exec {sshd} -D -e -f {config}")
-            with open(d / f"sshd.{i}.log", "wb") as log:
-                h.sshd = subprocess.Popen(["ip", "netns", "exec", h.netns, "sh", "-c", script], stdout=log,
-                                          stderr=subprocess.STDOUT, start_new_session=True)
+            self._spawn_sshd(i)
             lines.append(f"Host {h.name}\n  HostName {h.address}\n  User root\n  IdentityFile {d / 'client_key'}\n"
                          f"  IdentitiesOnly yes\n  UserKnownHostsFile {d / 'known_hosts'}\n"
                          "  StrictHostKeyChecking yes\n")
         self.ssh_config.write_text("".join(lines))
         for h in self.hosts:
             self._wait_listening(h)
+
+    def _spawn_sshd(self, index: int) -> None:
+        h, d = self.hosts[index], self.dir
+        # The mount namespace `ip netns exec` makes is the sshd's alone: the binds vanish with it.
+        script = (f"mount --bind {d / 'passwd'} /etc/passwd && mkdir -p /run/sshd && "
+                  f"mount --bind {d / 'privsep'} /run/sshd && exec {self.sshd_binary} -D -e "
+                  f"-f {d / f'sshd_config.{index}'}")
+        with open(d / f"sshd.{index}.log", "ab") as log:
+            h.sshd = subprocess.Popen(["ip", "netns", "exec", h.netns, "sh", "-c", script], stdout=log,
+                                      stderr=subprocess.STDOUT, start_new_session=True)
 
     def _wait_listening(self, h: Host) -> None:
         deadline = time.monotonic() + 15
@@ -224,6 +230,13 @@ class ClientHosts:
         if h.sshd and h.sshd.poll() is None:
             os.killpg(h.sshd.pid, signal.SIGTERM)
             h.sshd.wait(10)
+
+    def start_sshd(self, index: int) -> None:
+        """That host's sshd again, after stop_sshd (a rig shared by tests is handed on whole)."""
+        h = self.hosts[index]
+        if h.sshd is None or h.sshd.poll() is not None:
+            self._spawn_sshd(index)
+            self._wait_listening(h)
 
     def close(self) -> None:
         for h in self.hosts:

@@ -4,6 +4,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,20 @@ def load_topology(tmp_path):
         files = json.loads((FIXTURES / f"topology-{name}.json").read_text())
         return topology.read(topology.materialize(files, tmp_path / name))
     return load
+
+
+@pytest.fixture(scope="session")
+def cache_home(tmp_path_factory) -> Path:
+    """A HOME for the whole test run: its ~/.cache/mosbench (workloads.base.cache_root) is where a workload
+    keeps what it prepares once for a machine, PostgreSQL's initialised and loaded database above all (initdb
+    and the table's load: seconds a test). Shared, that is done once per test run, as once per machine on a
+    user's, rather than once per test; no test changes it (each point runs on a copy)."""
+    return tmp_path_factory.mktemp("home")
+
+
+def workload_cache(home: Path) -> Path:
+    """HOME's cache of the workloads, as a run started with that HOME finds it."""
+    return home / ".cache" / "mosbench"
 
 
 def native_built() -> bool:
@@ -43,10 +58,48 @@ def mosbench(*args: str, env: dict | None = None, **kw) -> subprocess.CompletedP
                           env={**os.environ, **(env or {})}, timeout=kw.pop("timeout", 300), **kw)
 
 
+@dataclass(frozen=True)
+class Ran:
+    """What `mosbench ARGS` did, as a finished process says it."""
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def mosbench_here(*args: str, env: dict | None = None) -> Ran:
+    """Runs `mosbench ARGS` in this process, through the same main() as `python -m mosbench`, its output as
+    into a pipe: what a refusal says and its exit status, without an interpreter's start and imports (a
+    second a command). A run that gets past its checks would measure in here: use mosbench() for those."""
+    from click.testing import CliRunner
+
+    from mosbench import cli
+
+    consoles = (cli.console, cli.err_console)
+    saved = (cli.stdout.stream, cli.stderr.stream, sys.argv, *(c._color_system for c in consoles))
+    with CliRunner().isolation(env=env) as (out, err, _):
+        cli.stdout.stream, cli.stderr.stream, sys.argv = sys.stdout, sys.stderr, ["mosbench", *args]
+        # Each console chose its colours when imported, on a terminal under `pytest -s`: here, a pipe's.
+        for c in consoles:
+            c._color_system = None
+        try:
+            cli.main()
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else int(e.code is not None)
+        finally:
+            cli.stdout.stream, cli.stderr.stream, sys.argv = saved[:3]
+            for c, system in zip(consoles, saved[3:], strict=True):
+                c._color_system = system
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return Ran(code, out.getvalue().decode(), err.getvalue().decode())
+
+
 def refused(tmp_path: Path, *args: str) -> str:
-    """Runs `mosbench ARGS --store …` as a user error: exit 2, one line on stderr, no run stored. The line."""
+    """Runs `mosbench ARGS --store …` (in this process) as a user error: exit 2, one line on stderr, no run
+    stored. The line."""
     db = tmp_path / "refused.sqlite"
-    r = mosbench(*args, "--store", str(db))
+    r = mosbench_here(*args, "--store", str(db))
     assert r.returncode == 2, r.stderr
     lines = [line for line in r.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("mosbench: "), r.stderr

@@ -29,9 +29,10 @@ def needs_server(binary: Path):
 
 
 def run_points(tmp_path: Path, monkeypatch, workload: str, test: str = "", variants=(), cores=None,
-               **params) -> list[dict]:
-    """Sweeps workload/test (every test of it without one) at cores (default [1]) with short windows;
-    returns the stored points, once nothing of the run is left (its processes, its cgroups)."""
+               cache: Path | None = None, **params) -> list[dict]:
+    """Sweeps workload/test (every test of it without one) at cores (default [1]) with short windows,
+    keeping what the workload prepares in cache (default the test's own); returns the stored points, once
+    nothing of the run is left (its processes, its cgroups)."""
     monkeypatch.setenv("MOSBENCH_STATE", str(tmp_path / "state"))
     scratch: list[Path] = []  # the run's own, so that another run on this machine is never taken for a leftover
     add_dir = Journal.add_dir
@@ -45,7 +46,7 @@ def run_points(tmp_path: Path, monkeypatch, workload: str, test: str = "", varia
                 cores=cores or [1], trials=1, warmup=0.3, duration=1.0, interval=0.5, params={workload: p})
     db = store.Store(str(tmp_path / "s.sqlite"))
     run_id = db.create_run(plan.to_json(), {"hostname": "h"}, "test")
-    outcome = Sweep(db, plan, topo, cache=tmp_path / "cache").run(run_id)
+    outcome = Sweep(db, plan, topo, cache=cache or tmp_path / "cache").run(run_id)
     assert outcome.status == "complete"
     # The run's guardian lives as long as its harness (this test process); nothing else may.
     assert scratch

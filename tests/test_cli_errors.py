@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import mosbench, needs_native, refused
+from mosbench.store.db import Store
+from tests.conftest import mosbench, mosbench_here, needs_native, refused
 
 THP = "/sys/kernel/mm/transparent_hugepage/enabled"
 
@@ -30,10 +31,18 @@ def _refused(tmp_path, args, message):
     (["bisect", "--tree", "/", "--good", "a", "--bad", "b", "micro/getppid1"], "--tree /: not a git repository"),
     (["run", "--placement", "random"], "'random' is not one of"),
     (["run", "nosuch"], "unknown workload 'nosuch'"),
+])
+def test_command_line_errors(tmp_path, args, message):
+    _refused(tmp_path, args, message)
+
+
+# A reading command refuses a store that is not there before all else (tests/test_new_user_inputs.py): given one.
+@pytest.mark.parametrize("args,message", [
     (["show", "42"], "no run 42"),
     (["report", "x1"], "bad run reference 'x1'"),
 ])
-def test_command_line_errors(tmp_path, args, message):
+def test_reading_command_errors(tmp_path, args, message):
+    Store(str(tmp_path / "refused.sqlite"))
     _refused(tmp_path, args, message)
 
 
@@ -75,6 +84,8 @@ def test_a_guest_s_run_is_checked_as_run_checks_it_before_any_kernel_or_guest(tm
 
 
 def test_bad_store_url():
+    """As a separate process (`python -m mosbench`, as a user's shell runs it): the launcher's exit status is
+    2 and stderr holds the one line, no traceback. The other refusals here run in this process."""
     r = mosbench("runs", "--store", "nosuchdb://nowhere")
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.strip().splitlines() == ["mosbench: bad store URL 'nosuchdb://nowhere': Can't load plugin: "
@@ -84,7 +95,7 @@ def test_bad_store_url():
 def test_store_that_is_not_a_database(tmp_path):
     junk = tmp_path / "notes.txt"
     junk.write_text("these are my notes, not a database\n" * 100)
-    r = mosbench("runs", "--store", str(junk))
+    r = mosbench_here("runs", "--store", str(junk))
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "is not a mosbench results store" in lines[0] and "file is not a database" in lines[0]
@@ -92,14 +103,14 @@ def test_store_that_is_not_a_database(tmp_path):
 
 
 def test_list():
-    r = mosbench("list")
+    r = mosbench_here("list")
     assert r.returncode == 0 and "micro" in r.stdout
 
 
 @pytest.mark.skipif(not Path(THP).exists(), reason="no transparent huge pages on this kernel")
 def test_doctor_shows_what_sysfs_says():
     """sysfs brackets the chosen mode ("always [madvise] never"): shown as it is, not read as markup."""
-    r = mosbench("doctor")
+    r = mosbench_here("doctor")
     assert r.returncode == 0
     assert f"THP {Path(THP).read_text().strip()}" in " ".join(r.stdout.split())
 
@@ -153,7 +164,8 @@ MARKUP = "[bold]x[/] :abc:"
 def test_what_a_user_typed_is_printed_as_typed(tmp_path, args, message):
     """Rich reads "[bold]" as markup and ":abc:" as an emoji code unless told not to: neither may happen to
     a label, a parameter, a path."""
-    r = mosbench(*args, "--store", str(tmp_path / "s.sqlite"))
+    Store(str(tmp_path / "s.sqlite"))  # report reads a store that is there
+    r = mosbench_here(*args, "--store", str(tmp_path / "s.sqlite"))
     assert r.returncode == 2 and message in r.stderr, r.stderr
     assert "🔤" not in r.stderr
 
@@ -164,7 +176,7 @@ def test_a_label_is_shown_as_typed(tmp_path):
     r = mosbench("run", "micro/getppid1", "--variant", "procs", "--cores", "1", "--trials", "1", "--warmup", "0",
                  "--duration", "0.2", "--label", MARKUP, "--store", db)
     assert r.returncode == 0, r.stderr
-    listed = mosbench("runs", "--store", db).stdout + mosbench("show", "1", "--store", db).stdout
+    listed = mosbench_here("runs", "--store", db).stdout + mosbench_here("show", "1", "--store", db).stdout
     assert MARKUP in listed and "🔤" not in listed
 
 

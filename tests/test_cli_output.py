@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from mosbench.store import db as store
-from tests.conftest import ROOT, mosbench, needs_native, sigint_default
+from tests.conftest import ROOT, mosbench_here, needs_native, sigint_default
 
 LONG_COMMAND = ("mosbench run micro/getppid1 micro/page_fault1 micro/mmap1 micro/open1 micro/context_switch1 "
                 "micro/dup1 scale metis/invindex psearchy gmake memcached apache/close exim postgres/read-only "
@@ -20,7 +20,7 @@ def test_runs_in_an_80_column_pipe_is_a_line_a_run_with_the_command_whole(tmp_pa
     env = {"hostname": "bench-host-01.example.org", "kernel": "6.1.0-18-amd64"}
     s.create_run({}, env, LONG_COMMAND, "quick")
     s.create_run({}, env, "mosbench run micro/getppid1 --cores 1,2")
-    r = mosbench("runs", "--store", str(db), env={"COLUMNS": "80"})
+    r = mosbench_here("runs", "--store", str(db), env={"COLUMNS": "80"})
     assert r.returncode == 0, r.stderr
     header, *rows = r.stdout.splitlines()
     assert header.split() == ["id", "label", "status", "started", "host", "kernel", "points", "failed", "command"]
@@ -32,11 +32,11 @@ def test_runs_in_an_80_column_pipe_is_a_line_a_run_with_the_command_whole(tmp_pa
 
 
 def test_list_takes_several_workloads_and_refuses_an_unknown_one_alone():
-    r = mosbench("list", "apache", "exim")
+    r = mosbench_here("list", "apache", "exim")
     assert r.returncode == 0, r.stderr
     named = [line.split(":")[0] for line in r.stdout.splitlines() if not line.startswith(" ")]
     assert named == ["apache", "exim"]
-    r = mosbench("list", "apache", "nosuch")
+    r = mosbench_here("list", "apache", "nosuch")
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.strip().splitlines() == [
         "mosbench: unknown workload 'nosuch' (known: apache, commute, exim, fxmark, gmake, memcached, metis, micro, "

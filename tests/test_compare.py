@@ -9,7 +9,7 @@ from scipy import stats
 from mosbench.analysis import compare
 from mosbench.analysis.cells import build_series
 from mosbench.store import db as store
-from tests.conftest import mosbench
+from tests.conftest import mosbench_here
 from tests.test_store import _point
 
 ENV = {"hostname": "big", "kernel": "6.1.0", "cpu_model": "EPYC", "uid": 0, "topology": {"cpus": [0, 1]},
@@ -101,7 +101,7 @@ def _store_with_two_runs(tmp_path):
 
 def test_the_command_shows_the_environment_before_the_numbers(tmp_path):
     _store_with_two_runs(tmp_path)
-    r = mosbench("compare", "1", "2", "--store", str(tmp_path / "s.sqlite"))
+    r = mosbench_here("compare", "1", "2", "--store", str(tmp_path / "s.sqlite"))
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert out.index("What differs") < out.index("6.8 against 6.1")
@@ -120,7 +120,7 @@ def test_the_command_shows_the_environment_before_the_numbers(tmp_path):
 ])
 def test_the_command_refuses_with_one_line(tmp_path, args, message):
     _store_with_two_runs(tmp_path)
-    r = mosbench("compare", *args, "--store", str(tmp_path / "s.sqlite"))
+    r = mosbench_here("compare", *args, "--store", str(tmp_path / "s.sqlite"))
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [r.stderr.strip()] and message in r.stderr
 
@@ -142,17 +142,17 @@ def test_the_gate_fails_on_a_significant_regression_past_its_threshold_and_says_
     _store_with_two_runs(tmp_path)
     store_path = str(tmp_path / "s.sqlite")
     # Run 1 against run 2 is 1.3 times faster: no regression, whatever the threshold.
-    r = mosbench("compare", "1", "2", "--fail-on-regression", "5", "--store", store_path)
+    r = mosbench_here("compare", "1", "2", "--fail-on-regression", "5", "--store", store_path)
     assert r.returncode == 0, r.stderr
     assert "no point is significantly slower than the baseline by more than 5%" in r.stdout
     # The other way round, getppid1 is 0.77 of the baseline: past 10%, not past 30%; open1 never.
-    r = mosbench("compare", "2", "1", "--fail-on-regression", "10", "--store", store_path)
+    r = mosbench_here("compare", "2", "1", "--fail-on-regression", "10", "--store", store_path)
     assert r.returncode == 1, r.stderr
     regressions = [line for line in r.stdout.splitlines() if line.startswith("REGRESSION")]
     assert len(regressions) == 1 and "micro/getppid1" in regressions[0] and "0.769×" in regressions[0]
     assert "1 point significantly slower than the baseline by more than 10%" in r.stdout
-    assert mosbench("compare", "2", "1", "--fail-on-regression", "30", "--store", store_path).returncode == 0
-    r = mosbench("compare", "2", "1", "--fail-on-regression", "150", "--store", store_path)
+    assert mosbench_here("compare", "2", "1", "--fail-on-regression", "30", "--store", store_path).returncode == 0
+    r = mosbench_here("compare", "2", "1", "--fail-on-regression", "150", "--store", store_path)
     assert r.returncode == 2 and "percentage from 0 up to 100" in r.stderr
 
 
@@ -161,7 +161,7 @@ def test_the_comparison_as_json_carries_every_point_and_the_regressions(tmp_path
 
     _store_with_two_runs(tmp_path)
     store_path = str(tmp_path / "s.sqlite")
-    r = mosbench("compare", "2", "1", "--json", "--fail-on-regression", "10", "--store", store_path)
+    r = mosbench_here("compare", "2", "1", "--json", "--fail-on-regression", "10", "--store", store_path)
     assert r.returncode == 1, r.stderr
     doc = json.loads(r.stdout)
     assert doc["environment_differences"][0]["key"] == "kernel"
@@ -170,7 +170,7 @@ def test_the_comparison_as_json_carries_every_point_and_the_regressions(tmp_path
     assert by_test["getppid1"]["ratio"] == pytest.approx(100 / 130) and by_test["getppid1"]["significant"]
     assert by_test["getppid1"]["verdict"] == "slower" and by_test["open1"]["verdict"] == "no significant change"
     assert [(x["test"], x["run"]) for x in doc["regressions"]] == [("getppid1", run["label"])]
-    plain = json.loads(mosbench("compare", "1", "2", "--json", "--store", store_path).stdout)
+    plain = json.loads(mosbench_here("compare", "1", "2", "--json", "--store", store_path).stdout)
     assert "regressions" not in plain and plain["baseline"] == doc["runs"][0]["label"]
 
 

@@ -1,5 +1,6 @@
-"""The models against a recorded 16-core machine (/work/shared/data/manycore-16): what a fit from few cores
-may claim, and what it predicted for the cores it was not shown.
+"""The models against a recorded 16-core machine (/work/shared/data/manycore-16; its runs 2 and 3 are
+tests/fixtures/manycore-16-scale.sqlite, made by tests/fixtures/make_manycore16_store.py): what a fit from
+few cores may claim, and what it predicted for the cores it was not shown.
 
 Run 2 ("lockfit") is scale/lock at 1 and 2 cores, two trials each: what a 2-core machine would have to fit
 from. Run 3 ("scale16") is scale/lock, counter, tree and ranges at 1, 2, 4, 8 and 16 cores, one trial each.
@@ -18,19 +19,26 @@ from mosbench.analysis import lockmodel, models, scaling
 from mosbench.report import rows
 from mosbench.store import db as store
 from mosbench.workloads.scale import LOCK_KINDS
-from tests.conftest import mosbench
+from tests.conftest import FIXTURES, mosbench_here
 
-RECORDED = Path("/work/shared/data/manycore-16/store.sqlite")
-pytestmark = pytest.mark.skipif(not RECORDED.exists(), reason=f"the recorded 16-core store is absent ({RECORDED})")
+RECORDED = FIXTURES / "manycore-16-scale.sqlite"
 LOCKS = ("stock", "ck-ticket", "scalable", "ck-mcs")
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> Path:
-    """A copy: the recorded file is read-only, and opening a store may write to it."""
+    """A copy: opening a store may write to it (its schema brought up to date)."""
     copy = tmp_path_factory.mktemp("recorded") / "store.sqlite"
     shutil.copy(RECORDED, copy)
     return copy
+
+
+@pytest.fixture(scope="module")
+def run_3_fits(recorded) -> dict[str, tuple[list[analysis.Series], dict]]:
+    """Run 3's tests, each with its models fitted (the slow part: bands and hold-outs), once for the tests
+    here that read them."""
+    return {name: (group, models.series_fits(group, {"cs_ns": 200, "par_ns": 9800}))
+            for name, group in analysis.group_by_test(_series(recorded, 3)).items()}
 
 
 def _series(path: Path, run: int) -> list[analysis.Series]:
@@ -65,11 +73,11 @@ def test_two_core_counts_name_no_collapse_and_say_so(recorded):
 
 
 def test_the_lock_command_says_cannot_tell_in_its_table_and_json(recorded):
-    out = mosbench("model", "lock", "2", "--cores", "16", "--store", str(recorded))
+    out = mosbench_here("model", "lock", "2", "--cores", "16", "--store", str(recorded))
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("cannot tell") >= 2 * len(LOCKS)  # the collapse column and each lock's line
     assert "at 1" not in out.stdout  # no "at 12", "at 13": no collapse named
-    js = mosbench("model", "lock", "2", "--cores", "16", "--json", "--store", str(recorded))
+    js = mosbench_here("model", "lock", "2", "--cores", "16", "--json", "--store", str(recorded))
     found = json.loads(js.stdout)
     assert found["cores"] == [1, 2, 16] and {m["variant"] for m in found["models"]} == set(LOCKS)
     for m in found["models"]:
@@ -96,15 +104,13 @@ def test_a_fit_from_1_to_8_cores_predicts_16(recorded, variant):
     assert held.measured == pytest.approx(measured) and abs(held.error) < 0.03
 
 
-def test_every_curve_of_run_3_is_held_out_and_reported(recorded):
+def test_every_curve_of_run_3_is_held_out_and_reported(run_3_fits):
     """Amdahl and the USL on every curve of run 3 with four or more core counts: fitted without the
     largest, their error there in the table. The mutex's sudden fall at 16 cores (90k from 97k at 8)
     is what no fit from 1-8 could foresee: both are 7% off, and Amdahl, whose band is the narrower (two
     parameters from four points; the USL's three leave it wide enough to hold 90k), is marked missed."""
-    groups = analysis.group_by_test(_series(recorded, 3))
     seen = 0
-    for name, group in groups.items():
-        fits = models.series_fits(group, {"cs_ns": 200, "par_ns": 9800})
+    for name, (group, fits) in run_3_fits.items():
         table = rows.scaling_table(group, fits, 64)
         held_column = dict(zip(zip(table.column("variant"), table.column("model"), strict=True),
                                table.column("held out"), strict=True))
@@ -123,8 +129,7 @@ def test_every_curve_of_run_3_is_held_out_and_reported(recorded):
                 assert math.isfinite(h.error) and h.low <= h.predicted <= h.high
                 assert held_column[(s.variant, f.label)] == h.text()
     assert seen >= 20
-    lock = analysis.group_by_test(_series(recorded, 3))["scale/lock"]
-    fits = models.series_fits(lock, {"cs_ns": 200, "par_ns": 9800})
+    lock, fits = run_3_fits["scale/lock"]
     assert all(fits["mutex"][model].holdout.error > 0.05 for model in scaling.MODELS)
     assert fits["mutex"]["amdahl"].holdout.missed
     assert not any(fits[v][m].holdout.missed for v in LOCKS for m in (*scaling.MODELS, "lock"))
@@ -134,18 +139,18 @@ def test_every_curve_of_run_3_is_held_out_and_reported(recorded):
     assert row.cells[held].endswith("missed") and row.cell_styles[held] == "poor"
 
 
-def test_no_peak_is_written_as_an_absurd_number(recorded):
+def test_no_peak_is_written_as_an_absurd_number(run_3_fits):
     """The USL's peak on run 3's flat lock curves read "18210485 [129–158276754358291]"; now no cell of
     any scaling table holds a number of seven digits or more."""
-    for group in analysis.group_by_test(_series(recorded, 3)).values():
-        table = rows.scaling_table(group, models.series_fits(group, {"cs_ns": 200, "par_ns": 9800}), 64)
+    for group, fits in run_3_fits.values():
+        table = rows.scaling_table(group, fits, 64)
         for r in table.rows:
             for cell in r.cells[:-1]:  # the note names core counts only
                 assert not any(len(d) >= 7 for d in "".join(ch if ch.isdigit() else " " for ch in cell).split()), cell
 
 
 def test_the_scaling_command_writes_json(recorded):
-    out = mosbench("model", "scaling", "3", "--cores", "64", "--json", "--store", str(recorded))
+    out = mosbench_here("model", "scaling", "3", "--cores", "64", "--json", "--store", str(recorded))
     assert out.returncode == 0, out.stderr
     found = json.loads(out.stdout)
     lock = next(t for t in found["tests"] if t["test"] == "scale/lock")

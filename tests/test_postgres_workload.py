@@ -25,7 +25,7 @@ from mosbench.store import db as store
 from mosbench.workloads.postgres import cluster as pgcluster
 from mosbench.workloads.postgres import pgbench, syscalls
 from mosbench.workloads.postgres import workload as postgres
-from tests.conftest import needs_native, needs_root
+from tests.conftest import needs_native, needs_root, workload_cache
 from tests.servers import needs_server, run_points, taken_port
 from tests.test_run_system import ROOT, _our_cgroups
 
@@ -205,17 +205,18 @@ def _postgres_processes() -> set[int]:
     return found
 
 
-def _run(tmp_path, monkeypatch, **kw):
+def _run(tmp_path, monkeypatch, home, **kw):
+    """The points of a postgres run, on the test run's one loaded database (in home's cache)."""
     before = _postgres_processes()
     kw.setdefault("rows", ROWS)
-    points = run_points(tmp_path, monkeypatch, "postgres", **kw)
+    points = run_points(tmp_path, monkeypatch, "postgres", cache=workload_cache(home), **kw)
     assert not _postgres_processes() - before, "a server process outlived its point"
     return points
 
 
 @servers
-def test_every_test_and_variant_does_checked_work(tmp_path, monkeypatch):
-    points = _run(tmp_path, monkeypatch, test="", variants=("small-cache", "large-cache"))
+def test_every_test_and_variant_does_checked_work(tmp_path, monkeypatch, cache_home):
+    points = _run(tmp_path, monkeypatch, cache_home, test="", variants=("small-cache", "large-cache"))
     assert {(p["test"], p["variant"]) for p in points} == {
         (t, v) for t in ("read-only", "read-write") for v in ("small-cache", "large-cache")}
     for p in points:
@@ -236,8 +237,9 @@ def test_every_test_and_variant_does_checked_work(tmp_path, monkeypatch):
 
 
 @servers
-def test_the_client_behind_a_veth_pair_does_checked_work(tmp_path, monkeypatch):
-    (p,) = _run(tmp_path, monkeypatch, test="read-write", variants=("small-cache",), syscalls=False, net="veth")
+def test_the_client_behind_a_veth_pair_does_checked_work(tmp_path, monkeypatch, cache_home):
+    (p,) = _run(tmp_path, monkeypatch, cache_home, test="read-write", variants=("small-cache",), syscalls=False,
+                net="veth")
     assert p["status"] == "ok", p["reason"]
     m = p["metrics"]
     assert m["net"] == "veth" and m["instances"] == 1 and m["transactions"] > 0 and m["client_errors"] == 0
@@ -245,15 +247,16 @@ def test_the_client_behind_a_veth_pair_does_checked_work(tmp_path, monkeypatch):
 
 
 @servers
-def test_prepared_statements_skip_the_planners_lseek_and_the_database_is_cached(tmp_path, monkeypatch):
+def test_prepared_statements_skip_the_planners_lseek_and_the_database_is_cached(tmp_path, monkeypatch,
+                                                                                   cache_home):
     if syscalls.unavailable():
         pytest.skip(syscalls.unavailable())
     # Small batches: a prepared statement is planned afresh for its first five executions (PostgreSQL's
     # custom plans) before its generic plan is kept, and pgbench prepares each of a batch's statements.
-    (simple,) = _run(tmp_path, monkeypatch, test="read-only", variants=("large-cache",), batch=8)
-    meta = next((tmp_path / "cache" / "postgres").glob("kv-*/meta.json"))
+    (simple,) = _run(tmp_path, monkeypatch, cache_home, test="read-only", variants=("large-cache",), batch=8)
+    meta = next((workload_cache(cache_home) / "postgres").glob(f"kv-{ROWS}-*/meta.json"))
     loaded = meta.stat().st_mtime_ns
-    (prepared,) = _run(tmp_path, monkeypatch, test="read-only", variants=("large-cache",), batch=8,
+    (prepared,) = _run(tmp_path, monkeypatch, cache_home, test="read-only", variants=("large-cache",), batch=8,
                        protocol="prepared")
     assert meta.stat().st_mtime_ns == loaded, "the cached database was loaded again"
     assert simple["metrics"]["lseek_per_query"] >= 1.0
@@ -265,40 +268,40 @@ def test_prepared_statements_skip_the_planners_lseek_and_the_database_is_cached(
 
 
 @servers
-def test_updates_that_do_not_show_in_the_table_fail_the_point(tmp_path, monkeypatch):
+def test_updates_that_do_not_show_in_the_table_fail_the_point(tmp_path, monkeypatch, cache_home):
     real = postgres.batch_script
     monkeypatch.setattr(postgres, "batch_script", lambda *a: (real(*a)[0], real(*a)[1] + 1))
-    (p,) = _run(tmp_path, monkeypatch, test="read-write", variants=("large-cache",), syscalls=False)
+    (p,) = _run(tmp_path, monkeypatch, cache_home, test="read-write", variants=("large-cache",), syscalls=False)
     assert p["status"] == "failed" and "UPDATEs are visible in the table, pgbench made" in p["reason"]
 
 
 @servers
-def test_a_port_taken_by_another_program_fails_the_point(tmp_path, monkeypatch):
+def test_a_port_taken_by_another_program_fails_the_point(tmp_path, monkeypatch, cache_home):
     with taken_port() as port:
-        (p,) = _run(tmp_path, monkeypatch, test="read-only", variants=("small-cache",), port=port)
+        (p,) = _run(tmp_path, monkeypatch, cache_home, test="read-only", variants=("small-cache",), port=port)
     assert p["status"] == "failed"
     assert f"postgres (port {port})" in p["reason"] and "could not bind" in p["reason"]
 
 
 @servers
-def test_a_client_that_cannot_connect_fails_the_point_with_its_words(tmp_path, monkeypatch):
+def test_a_client_that_cannot_connect_fails_the_point_with_its_words(tmp_path, monkeypatch, cache_home):
     real = postgres.pgbench_argv
     monkeypatch.setattr(postgres, "pgbench_argv",
                         lambda host, port, *a: real(host, port + 1 if port < 65535 else 1, *a))
-    (p,) = _run(tmp_path, monkeypatch, test="read-only", variants=("small-cache",))
+    (p,) = _run(tmp_path, monkeypatch, cache_home, test="read-only", variants=("small-cache",))
     assert p["status"] == "failed" and "0 of 2 clients connected" in p["reason"]
     assert "connection to server" in p["reason"]
 
 
 @servers
-def test_a_killed_harness_leaves_no_server_and_no_segment(tmp_path):
+def test_a_killed_harness_leaves_no_server_and_no_segment(tmp_path, cache_home):
     before = _postgres_processes()
     state = tmp_path / "state"
     proc = subprocess.Popen([sys.executable, "-m", "mosbench", "run", "postgres/read-only", "--variant", "small-cache",
                              "--cores", "1", "--trials", "3", "--warmup", "0.2", "--duration", "3",
                              "-p", f"rows={ROWS}", "--store", str(tmp_path / "s.sqlite")],
                             cwd=ROOT, env={**os.environ, "MOSBENCH_STATE": str(state),
-                                           "HOME": str(tmp_path)},  # its own database cache
+                                           "HOME": str(cache_home)},  # the test run's loaded database
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120

@@ -10,7 +10,7 @@ from mosbench.analysis import profiles
 from mosbench.report import flamegraph, html
 from mosbench.run import profiler as profile
 from mosbench.store import db as store
-from tests.conftest import mosbench, needs_native, needs_root
+from tests.conftest import mosbench, mosbench_here, needs_native, needs_root
 from tests.test_run_system import _our_cgroups
 
 # perf script -F comm,pid,period,ip,sym,dso, as perf 6.1 prints it (trimmed from a real recording).
@@ -154,7 +154,7 @@ def test_a_profiled_run_stores_the_windows_stacks_and_the_report_shows_them(tmp_
 
 @needs_native
 def test_profiling_a_selection_the_run_does_not_make_is_refused(tmp_path):
-    r = mosbench("run", "micro/getppid1", "--profile", "micro/dup1", "--store", str(tmp_path / "s.sqlite"))
+    r = mosbench_here("run", "micro/getppid1", "--profile", "micro/dup1", "--store", str(tmp_path / "s.sqlite"))
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [
         "mosbench: --profile micro/dup1: not among this run's selections (micro, micro/getppid1)"]
 

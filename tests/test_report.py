@@ -2,10 +2,7 @@
 
 import html as html_text
 import json
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -16,7 +13,7 @@ from mosbench.report import html, plots, rows, table
 from mosbench.store import db as store
 from mosbench.workloads.scale import LOCK_KINDS
 from tests import test_commute, test_report_network, test_web_method
-from tests.conftest import FIXTURES, ROOT
+from tests.conftest import FIXTURES, mosbench_here
 
 
 def _fill(db: store.Store) -> int:
@@ -328,8 +325,7 @@ def test_show_and_the_report_have_the_same_sections_from_one_list(tmp_path):
     tests = ["apache/baseline", "memcached", "micro/open3", "scale/lock"]
     assert titles == ["Summary", "Commutativity: which commutative calls scale on this kernel",
                       "One-core baseline and the load each point carried", "Network", *tests]
-    shown = subprocess.run([sys.executable, "-m", "mosbench", "show", str(run), "--store", str(tmp_path / "s.sqlite")],
-                           capture_output=True, text=True, cwd=ROOT, env={**os.environ, "COLUMNS": "250"}, timeout=300)
+    shown = mosbench_here("show", str(run), "--store", str(tmp_path / "s.sqlite"), env={"COLUMNS": "250"})
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
     # A section's heading, or for a test the title of its table (its name, then its rate's unit).

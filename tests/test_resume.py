@@ -12,7 +12,7 @@ from mosbench.machine import topology
 from mosbench.run import start
 from mosbench.run.plan import Plan
 from mosbench.store.db import Store
-from tests.conftest import mosbench
+from tests.conftest import mosbench_here
 
 
 def stored_run(path: Path, **changes) -> Store:
@@ -34,7 +34,7 @@ def stored_run(path: Path, **changes) -> Store:
 def test_resume_refuses_what_a_new_run_would_refuse_and_leaves_the_run_alone(tmp_path, changes, said):
     path = tmp_path / "s.sqlite"
     db = stored_run(path, **changes)
-    r = mosbench("run", "--resume", "latest", "--store", str(path))
+    r = mosbench_here("run", "--resume", "latest", "--store", str(path))
     assert r.returncode == 2 and said in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert db.run("latest")["status"] == "incomplete"  # not reopened
 
