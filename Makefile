@@ -75,11 +75,12 @@ bench-history: deps
 lint: deps
 	.venv/bin/ruff check mosbench tests benchmarks
 
-# The sanitizer builds side by side (-j), then the native tests one after another, then pytest with its
-# 15 slowest tests; each phase's time on its own line, so a CI log says where its time went.
+# The sanitizer builds side by side (-j), then the native components' tests side by side (each one's
+# output kept together), then pytest with its 15 slowest tests; each phase's time on its own line, so a
+# CI log says where its time went.
 test: native lint
 	@scripts/phase "native test builds" $(MAKE) -C native -j$$(nproc) test-bins
-	@scripts/phase "native tests" $(MAKE) -C native test
+	@scripts/phase "native tests" $(MAKE) -C native -j$$(nproc) --output-sync=target test
 	@scripts/phase pytest $(PY) -m pytest -q --durations=15
 
 # The many-core check (docs/MANYCORE.md): what a lent machine of 8 or more CPUs can tell in 7 minutes, as one

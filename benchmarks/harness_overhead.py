@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -19,6 +18,10 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from mosbench.store.db import Store  # noqa: E402
+
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 WARMUP, DURATION = 1, 5
 
@@ -27,9 +30,9 @@ def harness(store: Path, interval: str) -> float:
     subprocess.run([sys.executable, "-m", "mosbench", "run", "micro/getppid1", "--cores", "max", "--variant", "procs",
                     "--trials", "1", "--warmup", str(WARMUP), "--duration", str(DURATION), "--interval", interval,
                     "--store", str(store)], cwd=ROOT, check=True, capture_output=True)
-    con = sqlite3.connect(store)
-    tp, cores = con.execute("select throughput, cores from points order by id desc limit 1").fetchone()
-    return tp / cores
+    db = Store(str(store), create=False)
+    last = max(db.points(db.run("latest")["id"], with_samples=False), key=lambda p: p["id"])
+    return last["throughput"] / last["cores"]
 
 
 def alone() -> float:

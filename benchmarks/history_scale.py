@@ -1,7 +1,7 @@
 """`mosbench history`'s cost on a short and a long history: 20 and 500 nightly runs × 200 points (issue 39:
 under 10 s on 500; issue 48: under 1 s on a small store, most of which is start-up).
 
-Each store is built in a temporary directory through tests/history_stores.py (50 micro tests × 4 core
+Each store is built in a temporary directory through mosbench/testing/history_stores.py (50 micro tests × 4 core
 counts, one trial each, so 200 points a run and 100,000 in all at 500 runs; two changes planted, one at
 the most cores and one at every core count), then `python -m mosbench history` runs as its own process
 ROUNDS times, interleaved with `--json` and with `--help` (the start-up alone: Python, click and the
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mosbench.store.db import Store  # noqa: E402
-from tests.history_stores import Planted, fill  # noqa: E402
+from mosbench.testing.history_stores import Planted, fill  # noqa: E402
 
 RUNS = [int(n) for n in os.environ.get("RUNS", "20,500").split(",")]
 ROUNDS = int(os.environ.get("ROUNDS", "3"))

@@ -1,7 +1,7 @@
 """`mosbench history` against Apache Otava (E-divisive means, then its merge step) on the same planted series
 (issue 48).
 
-Each case is a number of stores made by tests/history_stores.sweep: 20 nightly runs (the newest last) of a
+Each case is a number of stores made by testing/history_stores.sweep: 20 nightly runs (the newest last) of a
 16-core micro sweep, 6 tests × 2 variants × 5 core counts = 60 series, 3 trials a run uniform within ±4%, each
 run on one of two machine modes 2% apart; a step or a drift planted in test t1 where the case says. The clean
 cases plant nothing: trials alone, with the two modes, and with one run at -30% everywhere too (never the
@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 import datetime as dt  # noqa: E402
 
 from mosbench.analysis import history  # noqa: E402
-from tests.history_stores import SWEEP, Drift, Noise, Planted, SweepSeries, sweep  # noqa: E402
+from mosbench.testing.history_stores import SWEEP, Drift, Noise, Planted, SweepSeries, sweep  # noqa: E402
 
 RUNS = 20
 SCALE = float(os.environ.get("STORES", "1"))

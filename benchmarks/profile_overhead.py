@@ -11,7 +11,6 @@ number of rounds; the goal is profiled/plain ≥ 0.95 at the default sampling ra
 from __future__ import annotations
 
 import os
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -19,6 +18,10 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from mosbench.store.db import Store  # noqa: E402
+
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
 # (selection, variant): one run each, so each names its own workload's variant.
 TESTS = [tuple(t.split(":")) for t in os.environ.get(
@@ -31,10 +34,9 @@ def run(store: Path, selection: str, variant: str, profiled: bool) -> float | No
     argv = [sys.executable, "-m", "mosbench", "run", selection, "--variant", variant, "--cores", "max",
             "--trials", "1", "--warmup", str(WARMUP), "--duration", str(DURATION), "--store", str(store)]
     subprocess.run(argv + (["--profile"] if profiled else []), cwd=ROOT, check=False, capture_output=True)
-    con = sqlite3.connect(store)
-    run_id = con.execute("select max(id) from runs").fetchone()[0]
-    row = con.execute("select throughput / cores from points where run_id = ? and status = 'ok'", (run_id,)).fetchone()
-    return row[0] if row else None
+    db = Store(str(store), create=False)
+    ok = [p for p in db.points(db.run("latest")["id"], with_samples=False) if p["status"] == "ok"]
+    return ok[0]["throughput"] / ok[0]["cores"] if ok else None
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """Server workloads driven from client hosts against the same from loopback, side by side.
 
-Two client hosts (network namespaces with real sshd: tests/clienthosts.py) reach the servers over veth
+Two client hosts (network namespaces with real sshd: mosbench/testing/clienthosts.py) reach the servers over veth
 and a bridge; the loopback path runs the generator on this machine. Interleaved rounds (loopback
 first in odd rounds, client hosts first in even ones), each a `mosbench run` of the selections
 (memcached and apache by default; exim, postgres too) at 1 and 2 cores, one trial, then the medians
@@ -20,8 +20,6 @@ machine's), so the runs allow any interference: the figure to read is CPU per re
 from __future__ import annotations
 
 import argparse
-import json
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -32,7 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.clienthosts import ClientHosts  # noqa: E402
+from mosbench.store.db import Store  # noqa: E402
+from mosbench.testing.clienthosts import ClientHosts  # noqa: E402
 
 SELECTIONS = "memcached,apache/close"
 
@@ -51,25 +50,31 @@ def run(path: str, hosts: ClientHosts, store: Path, args: argparse.Namespace) ->
 
 
 def figures(store: Path) -> dict[tuple[str, str, int], list[dict[str, float]]]:
-    db = sqlite3.connect(store)
-    db.row_factory = sqlite3.Row
+    db = Store(str(store), create=False)
     found: dict[tuple[str, str, int], list[dict[str, float]]] = defaultdict(list)
-    for p in db.execute("select p.*, r.label from points p join runs r on r.id = p.run_id where p.status = 'ok'"):
-        m = json.loads(p["metrics"] or "{}")
-        work = p["work"]
-        if p["loadgen_user_s"] is not None:
-            client = (p["loadgen_user_s"] + p["loadgen_system_s"]) / work * 1e6
-        else:
-            client = m.get("client_cpu_us_per_request") or float("nan")
-        found[(p["label"], p["workload"], p["cores"])].append({
-            "per_core": p["throughput"] / p["cores"],
-            "server_us": (p["cgroup_user_s"] + p["cgroup_system_s"]) / work * 1e6,
-            "client_us": client,
-            "net_rx_on_point": m.get("nic_net_rx_on_point") if m.get("nic_net_rx_on_point") is not None
-            else float("nan"),
-            "net_rx_per_request": m.get("nic_net_rx_total", 0) / work if m.get("nic_net_rx_total") else float("nan"),
-        })
+    for run in db.list_runs():
+        for p in db.points(run["id"], with_samples=False):
+            if p["status"] == "ok":
+                found[(run["label"], p["workload"], p["cores"])].append(_figures(p))
     return found
+
+
+def _figures(p: dict) -> dict[str, float]:
+    """One point's per-core throughput, server and client CPU per unit, and NET_RX figures."""
+    m = p["metrics"] or {}
+    work = p["work"]
+    if p["loadgen_user_s"] is not None:
+        client = (p["loadgen_user_s"] + p["loadgen_system_s"]) / work * 1e6
+    else:
+        client = m.get("client_cpu_us_per_request") or float("nan")
+    return {
+        "per_core": p["throughput"] / p["cores"],
+        "server_us": (p["cgroup_user_s"] + p["cgroup_system_s"]) / work * 1e6,
+        "client_us": client,
+        "net_rx_on_point": m.get("nic_net_rx_on_point") if m.get("nic_net_rx_on_point") is not None
+        else float("nan"),
+        "net_rx_per_request": m.get("nic_net_rx_total", 0) / work if m.get("nic_net_rx_total") else float("nan"),
+    }
 
 
 def main() -> None:

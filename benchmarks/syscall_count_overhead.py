@@ -10,7 +10,6 @@ median ratio and the number of rounds.
 from __future__ import annotations
 
 import os
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -18,6 +17,10 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from mosbench.store.db import Store  # noqa: E402
+
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
 WARMUP, DURATION = 1, 4
 
@@ -27,10 +30,9 @@ def run(store: Path, counting: bool) -> dict[str, float]:
     subprocess.run([sys.executable, "-m", "mosbench", "run", "postgres/read-only", "--cores", "max", "--trials", "1",
                     "--warmup", str(WARMUP), "--duration", str(DURATION), "-p", f"syscalls={str(counting).lower()}",
                     "--store", str(store)], cwd=ROOT, check=True, capture_output=True)
-    con = sqlite3.connect(store)
-    run_id = con.execute("select max(id) from runs").fetchone()[0]
-    return {variant: tp / cores for variant, tp, cores in
-            con.execute("select variant, throughput, cores from points where run_id = ? and status = 'ok'", (run_id,))}
+    db = Store(str(store), create=False)
+    return {p["variant"]: p["throughput"] / p["cores"] for p in db.points(db.run("latest")["id"], with_samples=False)
+            if p["status"] == "ok"}
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ same window on the script's clock, the client's CPU time (utime + stime of every
 lines). Prints each round and the medians: answered/s, client CPU-seconds per second, answered per
 client CPU-second, and ours over theirs.
 
-With --namespace the clients run in a network namespace of their own (tests/clienthosts.py: a veth
+With --namespace the clients run in a network namespace of their own (mosbench/testing/clienthosts.py: a veth
 pair to a bridge here, link-local addresses), the server listens on the bridge's address and the
 pair's receiving end steers packets (RPS) to the server's CPU: each request's receive path then runs
 on the server's side, not the client's CPU (the paper's setup, with the NIC's part played by veth).
@@ -127,7 +127,7 @@ def main() -> None:
     ap.add_argument("--namespace", action="store_true", help="clients in a network namespace over veth")
     args = ap.parse_args()
     if args.namespace:
-        from tests.clienthosts import ClientHosts
+        from mosbench.testing.clienthosts import ClientHosts
 
         global HOST, PREFIX
         # The requests' receive path on the server's CPU, as a NIC's queue interrupt would put it.

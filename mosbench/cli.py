@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import io
 import math
 import os
 import re
@@ -11,66 +10,22 @@ import shlex
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from mosbench.analysis import cells as analysis
-from mosbench.analysis import profiles
+from mosbench.analysis.precision import DEFAULT_PRECISION
 from mosbench.errors import UserError
-from mosbench.launch.processes import harness_priority
 from mosbench.machine import journal, topology
 from mosbench.machine import lock as machine_lock
 from mosbench.machine import placement as placing
 from mosbench.machine.isolation import ISOLATIONS
-from mosbench.report import table
-from mosbench.run import profiler as profile
+from mosbench.report import gate, table, terminal
+from mosbench.report.terminal import console, err_console, say, stdout
+from mosbench.run.plan import AUTO_MAX_TRIALS, AUTO_MIN_TRIALS, Plan
 from mosbench.store import db as store
+from mosbench.store import export as exporting
 from mosbench.workloads import registry
-
-if TYPE_CHECKING:
-    from mosbench.run.start import Request  # imported where used: `list` stays fast
-
-
-class PipeSafe(io.TextIOBase):
-    """An output whose reader may leave (`mosbench run … | head`): later writes are dropped, so a closed
-    pipe never ends a run or loses a point."""
-
-    def __init__(self, stream):
-        self.stream = stream
-        self.broken = False
-
-    def write(self, text: str) -> int:
-        if not self.broken:
-            try:
-                self.stream.write(text)
-            except BrokenPipeError:
-                self.broken = True
-        return len(text)
-
-    def flush(self) -> None:
-        if not self.broken:
-            try:
-                self.stream.flush()
-            except BrokenPipeError:
-                self.broken = True
-
-    def isatty(self) -> bool:
-        return self.stream.isatty()
-
-    def fileno(self) -> int:
-        return self.stream.fileno()
-
-
-stdout = PipeSafe(sys.stdout)
-stderr = PipeSafe(sys.stderr)
-# soft_wrap: a line in a log or a pipe is one line, however long, never folded at 80 columns. No markup and no
-# emoji codes: what a user typed (a label, a path, ":abc:") is printed as typed.
-console = Console(file=stdout, soft_wrap=True, emoji=False, markup=False)
-err_console = Console(file=stderr, soft_wrap=True, emoji=False, markup=False)
 
 EXIT_POINTS_FAILED = 3
 EXIT_INTERRUPTED = 130
@@ -78,25 +33,6 @@ EXIT_INTERRUPTED = 130
 store_option = click.option("--store", "store_url", envvar="MOSBENCH_STORE", default=None,
                             help="Results store: an SQLite path or a SQLAlchemy URL (postgresql+psycopg://…). "
                                  f"Default {store.DEFAULT_PATH}.")
-
-
-def _table_console() -> Console:
-    """Tables fit the terminal's width, or in a pipe COLUMNS where set and 80 where not; a table lays itself
-    out in it (report/table.py), so print it with crop=False: one that cannot fit is drawn wider, not cut."""
-    if stdout.isatty():
-        return console
-    columns = os.environ.get("COLUMNS", "")
-    width = int(columns) if columns.isdigit() and int(columns) > 0 else 80
-    return Console(file=stdout, width=width, emoji=False, markup=False)
-
-
-def _print_indented(out: Console, line: str) -> None:
-    """A line under a table, indented and folded at the console's width at its spaces (a number whole)."""
-    import textwrap
-
-    out.print(textwrap.fill(line, width=out.width, initial_indent="  ", subsequent_indent="  ",
-                            break_long_words=False, break_on_hyphens=False),
-              markup=False, highlight=False, soft_wrap=True)
 
 
 wide_option = click.option("--wide", is_flag=True,
@@ -156,17 +92,18 @@ def cli() -> None:
 @click.option("--cores", default=None, help="Core counts: 1,2,4..48,max (a..b doubles, a..b:s steps). "
               "Default: 1, doublings and every L3/socket/SMT boundary of this machine.")
 @click.option("--variant", "--mode", "variants", callback=_comma_list, help="Variants to run (default all).")
-@click.option("--trials", "trials_spec", default="3", show_default=True, metavar="N|auto[:MAX]",
-              help="Trials per point, or auto: 3, then more (a round over the sweep at a time) for each point "
-                   "whose 95% interval is wider than --precision, up to MAX (10).")
+@click.option("--trials", "trials_spec", default=str(Plan.trials), show_default=True, metavar="N|auto[:MAX]",
+              help=f"Trials per point, or auto: {AUTO_MIN_TRIALS}, then more (a round over the sweep at a time) for "
+                   f"each point whose 95% interval is wider than --precision, up to MAX ({AUTO_MAX_TRIALS}).")
 @click.option("--precision", type=click.FloatRange(0.1, 50), metavar="PERCENT",
-              help="With --trials auto: the 95% interval of a point's mean to reach, ± this share of it (2).")
-@click.option("--duration", default=5.0, show_default=True, type=FiniteFloat(0.1), help="Window seconds.")
-@click.option("--warmup", default=2.0, show_default=True, type=FiniteFloat(0), help="Warm-up seconds.")
-@click.option("--interval", default=1.0, show_default=True, type=FiniteFloat(0),
+              help="With --trials auto: the 95% interval of a point's mean to reach, ± this share of it "
+                   f"({DEFAULT_PRECISION * 100:g}).")
+@click.option("--duration", default=Plan.duration, show_default=True, type=FiniteFloat(0.1), help="Window seconds.")
+@click.option("--warmup", default=Plan.warmup, show_default=True, type=FiniteFloat(0), help="Warm-up seconds.")
+@click.option("--interval", default=Plan.interval, show_default=True, type=FiniteFloat(0),
               help="Sampling period in seconds; 0 reads only the window's ends.")
-@click.option("--placement", type=click.Choice(placing.PLACEMENTS), default="pack", show_default=True)
-@click.option("--isolation", type=click.Choice(ISOLATIONS), default="cgroup", show_default=True,
+@click.option("--placement", type=click.Choice(placing.PLACEMENTS), default=Plan.placement, show_default=True)
+@click.option("--isolation", type=click.Choice(ISOLATIONS), default=Plan.isolation, show_default=True,
               help="cgroup (cpuset; affinity if none is mounted), affinity, or hotplug (offlines other CPUs).")
 @click.option("-p", "--param", "params", multiple=True, help="Workload parameter name=value or workload.name=value.")
 @click.option("--clients", metavar="HOST[,HOST…]|@FILE",
@@ -183,10 +120,12 @@ def cli() -> None:
                    "`mosbench history --order commit` orders runs by it and `--bisect` bisects between them (vm, "
                    "ab and bisect record a built tree's HEAD themselves).")
 @click.option("--resume", "resume_ref", help="Finish an interrupted run (id or 'latest').")
-@click.option("--max-interference", default=2.0, show_default=True, type=click.FloatRange(0, 100),
+@click.option("--max-interference", default=Plan.max_interference * 100, show_default=True,
+              type=click.FloatRange(0, 100),
               metavar="PERCENT", help="Mark a point interfered where other programs (and steal) took more than "
                                       "this share of its CPUs' time in its window.")
-@click.option("--retry-interfered", default=0, show_default=True, type=click.IntRange(0, 100), metavar="N",
+@click.option("--retry-interfered", default=Plan.retry_interfered, show_default=True, type=click.IntRange(0, 100),
+              metavar="N",
               help="Measure an interfered point again, up to N times.")
 @click.option("--no-wait", is_flag=True, help="Refuse (exit 2) rather than wait while another run measures.")
 @store_option
@@ -195,7 +134,6 @@ def run(selections, cores, variants, trials_spec, precision, duration, warmup, i
         retry_interfered, no_wait, store_url) -> None:
     """Run SELECTIONS (workload or workload/test) over core counts, storing every point."""
     from mosbench.run import start
-    from mosbench.run.sweep import Sweep  # the sweep pulls in rich's live display; keep `list` fast
 
     topo = topology.read()
     if resume_ref:
@@ -204,32 +142,22 @@ def run(selections, cores, variants, trials_spec, precision, duration, warmup, i
         db = store.Store(store_url)
         previous, the_plan = start.stored_plan(db, resume_ref, topo)
     else:
-        the_plan = start.new_plan(_request(click.get_current_context().params), topo)
+        the_plan = start.new_plan(start.request(click.get_current_context().params), topo)
     # A run that refuses to wait (--no-wait) has made nothing, not even a new store.
     with _measuring(no_wait) as lock:
         if resume_ref:
-            run_id, skip = start.reopen(db, previous)
+            begun = start.opened(the_plan, *start.reopen(db, previous))
         else:
             db = store.Store(store_url)
-            run_id, skip = start.create(db, the_plan, topo, _command_line(), label), set()
-            if kernel_commit:
-                db.note_environment(run_id, kernel_commit=kernel_commit)
+            begun = start.opened(the_plan, start.create(db, the_plan, topo, _command_line(), label, kernel_commit),
+                                 set())
+        run_id = begun.run_id
         lock.note(run_id, db.shown_url)
-        left = [k for k in the_plan.points() if k not in skip]
-        most = ""
-        if the_plan.auto:
-            most = (f", up to {the_plan.seconds(left) * the_plan.trials_max / the_plan.trials / 60:.1f} min "
-                    f"if every point takes {the_plan.trials_max} trials")
-        err_console.print(f"run #{run_id}: {len(left)} points ({the_plan.trials_text()}), cores {the_plan.cores}, "
-                          f"about {the_plan.seconds(left) / 60:.1f} min{most}")
-        with harness_priority() as scheduling:
-            db.note_environment(run_id, harness_scheduling=scheduling)
-            if the_plan.profile:
-                db.note_environment(run_id, profiling=profile.describe())
-            try:
-                outcome = Sweep(db, the_plan, topo, err_console).run(run_id, skip)
-            except KeyboardInterrupt as e:
-                raise RunInterrupted(run_id, store_url) from e
+        terminal.print_run_start(the_plan, begun)
+        try:
+            outcome = start.measure(db, the_plan, topo, begun, err_console)
+        except KeyboardInterrupt as e:
+            raise RunInterrupted(run_id, store_url) from e
     interfered = (f", {outcome.interfered} interfered (other programs used their CPUs: "
                   f"`mosbench run --retry-interfered N` measures them again)" if outcome.interfered else "")
     console.print(f"run #{run_id} {outcome.status}: {outcome.measured} points measured, {outcome.failed} failed"
@@ -238,38 +166,13 @@ def run(selections, cores, variants, trials_spec, precision, duration, warmup, i
         sys.exit(EXIT_POINTS_FAILED)
 
 
-def _request(options: dict[str, Any]) -> Request:
-    """`mosbench run`'s options (its click parameters) as the run they ask for."""
-    from mosbench.run import start
-
-    params = list(options["params"])
-    # The client options are the server workloads' parameters: stored with the plan, so --resume has them.
-    for name, option in (("client_hosts", "clients"), ("server_address", "server_address"),
-                         ("ssh_config", "ssh_config")):
-        if value := options[option]:
-            params.append(f"{name}={Path(value).resolve() if name == 'ssh_config' else value}")
-    trials, trials_max, precision = start.trials(options["trials_spec"], options["precision"])
-    return start.Request(
-        selections=list(options["selections"]), cores=options["cores"], variants=options["variants"], trials=trials,
-        warmup=options["warmup"], duration=options["duration"], interval=options["interval"],
-        placement=options["placement"], isolation=options["isolation"], params=params, profiling=options["profiling"],
-        max_interference=options["max_interference"] / 100, retry_interfered=options["retry_interfered"],
-        trials_max=trials_max, precision=precision)
-
-
 def _command_line() -> str:
     return shlex.join(["mosbench", *sys.argv[1:]])
 
 
 def _measuring(no_wait: bool) -> contextlib.AbstractContextManager[machine_lock.MachineLock]:
     """The machine lock, held while a command measures: waited for (saying who holds it) unless --no-wait."""
-    return machine_lock.held(_command_line(), wait=not no_wait, waiting=_say_waiting)
-
-
-def _say_waiting(holder: machine_lock.Holder | None) -> None:
-    who = holder.describe() if holder else "another mosbench"
-    err_console.print(f"mosbench: waiting for this machine: it is measuring {who} (--no-wait refuses instead)",
-                      style="yellow", markup=False, highlight=False)
+    return machine_lock.held(_command_line(), wait=not no_wait, waiting=terminal.say_waiting)
 
 
 @cli.command("list")
@@ -277,39 +180,14 @@ def _say_waiting(holder: machine_lock.Holder | None) -> None:
 def list_cmd(names: tuple[str, ...]) -> None:
     """Workloads, their tests, variants and parameters (all, or those named)."""
     # Every name is looked up before anything is printed: an unknown one is the only line.
-    chosen = [registry.get(n) for n in dict.fromkeys(names)] if names else registry.all_workloads()
-    for w in chosen:
-        console.print(Text.assemble((w.name, "bold"), f": {w.description} (unit: {w.unit}, {w.kind})"))
-        if w.paper:
-            console.print(f"  paper: {w.paper}")
-        console.print("  variants: " + "; ".join(f"{v.name} ({v.description})" for v in w.variants))
-        for p in w.params:
-            value = "auto" if p.default is None else f"{p.default}{' ' + p.unit if p.unit else ''}"
-            console.print(f"  -p {p.name}={value}: {p.help}")
-        tests = w.tests()
-        if tests and tests[0].name:
-            t = Table(show_header=False, box=None, padding=(0, 2))
-            for info in tests:
-                t.add_row(f"  {w.name}/{info.name}", info.description)
-            console.print(t)
+    terminal.print_workloads([registry.get(n) for n in dict.fromkeys(names)] if names else registry.all_workloads())
 
 
 @cli.command()
 @store_option
 def runs(store_url) -> None:
     """Stored runs, one line each."""
-    header = ("id", "label", "status", "started", "host", "kernel", "points", "failed", "command")
-    rows = [(str(r["id"]), r["label"] or "", r["status"], r["started_at"].strftime("%Y-%m-%d %H:%M"),
-             r["environment"].get("hostname", ""), r["environment"].get("kernel", ""), str(r["points"]),
-             str(r["failed"]), r["command"]) for r in store.Store(store_url, create=False).list_runs()]
-    # A line a run, in aligned columns with the command last and whole (`| less -S` or `| grep` reads it, and it
-    # can be run again); a terminal cuts it at its width rather than folding one run over many lines.
-    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header) - 1)]
-    for row in (header, *rows):
-        line = "  ".join([*(cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=True)), row[-1]])
-        if stdout.isatty() and len(line) > console.width:
-            line = line[:console.width - 1] + "…"
-        stdout.write(line + "\n")
+    terminal.print_runs(store.Store(store_url, create=False).list_runs())
 
 
 @cli.command()
@@ -319,46 +197,13 @@ def runs(store_url) -> None:
 def show(run_ref, wide, store_url) -> None:
     """A run as terminal tables (RUN is an id or 'latest'): the essential columns in the terminal's width
     (80 in a pipe), every column with --wide."""
-    db = store.Store(store_url, create=False)
-    from mosbench.analysis import verdict
     from mosbench.report import history as history_report
-    from mosbench.report import rows, sections
 
+    db = store.Store(store_url, create=False)
     r = db.run(run_ref)
     pts = db.points(r["id"], with_profiles=True, with_samples=False)
-    series = analysis.build_series(pts)
-    console = _table_console()
-    console.print(f"run #{r['id']} ({r['status']}) on {r['environment']['hostname']}, "
-                  f"kernel {r['environment']['kernel']}: {r['environment'].get('topology_summary', '')}",
-                  soft_wrap=False)
-    if why := UNFINISHED.get(r["status"]):
-        console.print(f"run #{r['id']} {why} with {len(pts)} point{'s' if len(pts) != 1 else ''} stored: "
-                      f"`{_resume_command(r['id'], store_url)}` measures the rest", style="yellow", markup=False,
-                      highlight=False, soft_wrap=True)
-    if banner := rows.interference_banner(series):
-        console.print(f"⚠ {banner}", style="red", markup=False, highlight=False, soft_wrap=False)
-    found_profiles = profiles.by_series(pts)
-    run = sections.RunSeries(f"#{r['id']}", series, found_profiles, r["environment"].get("kernel", ""))
-    view = sections.View(series, found_profiles, (run,), verdict.profile_advice(r["environment"]),
-                         history_report.of_run(db, r))
-    for section in sections.for_terminal(sections.build(view)):
-        if section.headed:
-            console.print(Text(section.title, style="bold"), soft_wrap=False)
-        for item in section.items():
-            if isinstance(item, sections.Line):
-                console.print(item.text, style=None if item.holds else "red", markup=False, highlight=False,
-                              soft_wrap=False)
-            else:
-                console.print(table.render(item, wide), crop=False)
-
-
-# A run's status where `--resume` finishes it, and what stopped it.
-UNFINISHED = {"killed": "was killed before it finished (its harness died)",
-              "incomplete": "was interrupted before it finished"}
-
-
-def _resume_command(run_id: int, store_url: str | None) -> str:
-    return shlex.join(["mosbench", "run", "--resume", str(run_id), *(["--store", store_url] if store_url else [])])
+    terminal.print_run(terminal.table_console(), r, pts, history_report.of_run(db, r),
+                       terminal.resume_command(r["id"], store_url), wide)
 
 
 def _check_writable(output: Path) -> None:
@@ -402,10 +247,8 @@ def compare(run_refs, include_interfered, fail_on, as_json, wide, store_url) -> 
     then each matched point's change with its 95% interval, flagged where Welch's t-test says so, and
     under them why each significant change happened: what moved in its profiles, or the command that
     would profile it. Trials that other programs interfered with are left out unless --include-interfered."""
-    import json
-
     from mosbench.analysis import compare as comparing
-    from mosbench.report import rows
+    from mosbench.analysis import runs_compared
 
     if len(run_refs) < 2:
         raise UserError("compare needs two runs or more: mosbench compare BASELINE OTHER [OTHER…]")
@@ -415,108 +258,32 @@ def compare(run_refs, include_interfered, fail_on, as_json, wide, store_url) -> 
     runs = [db.run(ref) for ref in run_refs]
     if len({r["id"] for r in runs}) < len(runs):
         raise UserError("compare was given the same run twice")
-    found, series = _comparison(db, runs, include_interfered)
+    found, series = runs_compared.comparison(db, runs, include_interfered)
     regressed = comparing.regressions(found, fail_on) if fail_on is not None else []
-    explained = _explained(db, runs, found, include_interfered)
+    explained = runs_compared.explained(db, runs, found, include_interfered)
     if as_json:
-        click.echo(json.dumps(comparing.as_json(found, fail_on, {(x.found.labels[1], x.change.point):
-                                                                 x.found.as_json() for x in explained}), indent=1),
-                   file=stdout)
+        said = {(x.found.labels[1], x.change.point): x.found.as_json() for x in explained}
+        terminal.echo_json(comparing.as_json(found, fail_on, said))
         sys.exit(1 if regressed else 0)
-    out = _table_console()
-    _print_comparison(out, found, series, wide)
-    _print_explained(out, explained, wide)
+    out = terminal.table_console()
+    terminal.print_comparison(out, found, series, wide)
+    terminal.print_explained(out, explained, wide)
     if fail_on is None:
         return
-    for line in rows.regression_lines(regressed, fail_on):
-        out.print(line, markup=False, highlight=False, soft_wrap=True)  # a line each, however long: for grep
+    terminal.print_lines(out, gate.lines(gate.REGRESSION, gate.regressions(regressed), fail_on))
     if regressed:
         sys.exit(1)
 
 
-def _comparison(db: store.Store, runs: list[dict], include_interfered: bool = False):
-    from mosbench.analysis import compare as comparing
-
-    series = [analysis.build_series(db.points(r["id"], with_samples=False)) for r in runs]
-    return comparing.compare_runs(runs, series, comparing.run_labels(runs), include_interfered), series
-
-
-def _explained(db: store.Store, runs: list[dict], found, include_interfered: bool = False) -> list:
-    """Each significant change explained by its two sides' profiles (analysis/explain), or the command
-    that would profile them; the profiles are read only where something changed."""
-    from mosbench.analysis import explain
-
-    if not any(c.significant for run in found.changes for c in run):
-        return []
-    rows = [db.points(r["id"], with_profiles=True, with_samples=False) for r in runs]
-    return explain.comparison(found, runs, rows, include_interfered)
-
-
-def _print_explained(out: Console, explained: list, wide: bool = False) -> None:
-    """Each explained change's table and share; then those a side of which was not profiled, with the
-    commands that would profile them (folded as a shell folds them, so a copy still runs)."""
-    import textwrap
-
-    from mosbench.report import whatchanged
-
-    for block in whatchanged.blocks(explained):
-        out.print(textwrap.fill(f"Why: {block.heading}", width=out.width, break_on_hyphens=False), markup=False,
-                  highlight=False, soft_wrap=True)
-        out.print(table.render(block.table, wide), crop=False)
-        for line in block.lines:
-            _print_indented(out, line)
-    if (left := whatchanged.unexplained(explained)) is not None:
-        _print_indented(out, left.line)
-        for command in left.commands:
-            out.print(whatchanged.fold_command(command, out.width), markup=False, highlight=False, soft_wrap=True)
-
-
-def _print_comparison(out: Console, found, series, wide: bool = False) -> None:
-    """compare's tables: the environment's differences, every matched point, commutativity changes."""
-    from mosbench.analysis import commute
-    from mosbench.analysis import compare as comparing
-    from mosbench.report import commute as commute_report
-    from mosbench.report import rows
-
-    for model in rows.comparison_tables(found):
-        out.print(table.render(model, wide), crop=False)
-    base_pairs = commute.results(series[0])
-    for label, other in zip(found.labels[1:], series[1:], strict=True):
-        if changes := commute.changed(base_pairs, commute.results(other)):
-            out.print(table.render(commute_report.changes_table(found.labels[0], label, changes), wide), crop=False)
-    significant = sum(c.significant for run in found.changes for c in run)
-    out.print(f"{significant} significant change{'s' if significant != 1 else ''} "
-              f"(Welch's t-test, p < {comparing.ALPHA}) among "
-              f"{sum(c.matched for run in found.changes for c in run)} points measured in both runs.", markup=False,
-              soft_wrap=True)
-
-
 @cli.command()
 @click.argument("run_ref", default="latest")
-@click.option("--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True)
+@click.option("--format", "fmt", type=click.Choice([f.value for f in exporting.Format]),
+              default=exporting.Format.CSV.value, show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None)
 @store_option
 def export(run_ref, fmt, output, store_url) -> None:
     """A run's points as CSV or JSON (JSON includes the run, samples and logs)."""
-    import csv
-    import io
-    import json
-
-    db = store.Store(store_url, create=False)
-    r = db.run(run_ref)
-    if fmt == "json":
-        text = json.dumps({"run": json.loads(store.dumps([r]))[0],
-                           "points": json.loads(store.dumps(db.points(r["id"], with_logs=True)))}, indent=1)
-    else:
-        rows = db.points(r["id"])
-        buf = io.StringIO()
-        skip = {"samples", "metrics"}
-        fields = [k for k in (rows[0] if rows else {}) if k not in skip]
-        writer = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: store.to_jsonable(v) for k, v in row.items()})
-        text = buf.getvalue()
+    text = exporting.export(store.Store(store_url, create=False), run_ref, exporting.Format(fmt))
     if output:
         output.write_text(text)
     else:
@@ -552,7 +319,7 @@ def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, as_json, wide, store_ur
     the model is drawn from them alone.
     """
     from mosbench.analysis import lockmodel
-    from mosbench.report import rows
+    from mosbench.report import fits as fits_report
 
     if (s_ns is None) != (c_ns is None):
         raise UserError("give --s and --c together, or neither to fit them to a run")
@@ -568,26 +335,15 @@ def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, as_json, wide, store_ur
             raise UserError(f"run {r['id']} has no measured scale/lock points to fit "
                             "(run `mosbench run scale/lock` or give --s and --c)")
     if as_json:
-        import json
-
-        counts = rows.lock_model_counts(fits, up_to)
-        click.echo(json.dumps({"run": None if s_ns is not None else r["id"], "up_to": up_to, "cores": counts,
-                               "models": [{"variant": name, **f.as_json(counts)} for name, f in fits.items()]},
-                              indent=1), file=stdout)
+        terminal.echo_json(fits_report.lock_json(fits, up_to, None if s_ns is not None else r["id"]))
     else:
-        out = _table_console()
+        out = terminal.table_console()
         for t in table.lock_model_tables(fits, up_to, wide):
             out.print(t, crop=False)
-        for name, f in fits.items():
-            for line in (f.note, f.undetermined):
-                if line and line != "given":
-                    _print_indented(out, f"{name}: {line}")
+        for line in fits_report.lock_lines(fits):
+            terminal.print_indented(out, line)
     if output:
-        from mosbench.report import plots
-
-        fig = plots.lock_model_figure(fits, up_to)
-        output.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(output, dpi=130)
+        fits_report.draw_lock(fits, up_to, output)
         (err_console if as_json else console).print(f"wrote {output}")
 
 
@@ -605,8 +361,9 @@ def model_scaling(run_ref, up_to, output, as_json, wide, store_url) -> None:
     """Amdahl's law and the Universal Scalability Law fitted to every curve of RUN (default: latest),
     with 95% bootstrap intervals, the predicted peak, per-core throughput past the measured cores with
     its 95% prediction interval and, from four core counts, the largest held out and predicted."""
-    from mosbench.analysis import models, scaling
-    from mosbench.report import plots, rows
+    from mosbench.analysis import models
+    from mosbench.report import fits as fits_report
+    from mosbench.report import rows
 
     db = store.Store(store_url, create=False)
     r = db.run(run_ref or "latest")
@@ -617,28 +374,17 @@ def model_scaling(run_ref, up_to, output, as_json, wide, store_url) -> None:
     for name, group in groups.items():
         fits = models.series_fits(group, r["plan"]["params"].get(group[0].workload, {}))
         if as_json:
-            counts = rows.extrapolation_counts(max((c.cores for s in group for c in s.ok_cells()), default=1), up_to)
-            tests.append({"test": name, "unit": group[0].unit, "cores": counts,
-                          "variants": [{"variant": s.variant, "models": [f.as_json(counts) for f in
-                                                                          fits[s.variant].values()]} for s in group]})
+            tests.append(fits_report.scaling_test_json(name, group, fits, up_to))
         else:
-            out = _table_console()
+            out = terminal.table_console()
             for t in rows.scaling_tables(group, fits, up_to):
                 out.print(table.render(t, wide), crop=False)
-            for s in group:
-                for f in fits[s.variant].values():
-                    line = f"refused: {f.reason}" if isinstance(f, scaling.Refusal) else f.undetermined
-                    if line:
-                        _print_indented(out, f"{s.variant} {f.label}: {line}")
-        if output and (fig := plots.scaling_figure(group, fits, up_to)):
-            stem = f"{plots.file_stem(name)}_scaling"
-            plots.save(fig, output, stem)
-            (err_console if as_json else console).print(f"wrote {output / stem}.png and .svg", markup=False)
+            for line in fits_report.scaling_lines(group, fits):
+                terminal.print_indented(out, line)
+        if output and (drawn := fits_report.draw_scaling(name, group, fits, up_to, output)):
+            (err_console if as_json else console).print(f"wrote {drawn}.png and .svg", markup=False)
     if as_json:
-        import json
-
-        click.echo(json.dumps({"run": r["id"], "up_to": up_to, "rates": "per second per core", "tests": tests},
-                              indent=1), file=stdout)
+        terminal.echo_json(fits_report.scaling_json(r["id"], up_to, tests))
 
 
 @cli.command()
@@ -652,22 +398,10 @@ def doctor(clients, server_address, ssh_config) -> None:
 
     rows = list(checks.checks())
     if clients:
-        from mosbench import native
-        from mosbench.workloads.postgres.pgbench import check_version
-        from mosbench.workloads.server.clientdoctor import GENERATORS, doctor_rows
-        from mosbench.workloads.server.hosts import parse_clients
+        from mosbench.workloads.server.clientdoctor import clients_rows
 
-        hosts = parse_clients(clients)
-        if not server_address:
-            raise UserError("doctor --clients needs --server-address: the address the hosts reach this machine at")
-        rows += checks.server_nic_rows(server_address)
-        rows += doctor_rows(hosts, str(Path(ssh_config).resolve()) if ssh_config else "", server_address,
-                            [native.binary(n) for n in GENERATORS], {"pgbench": check_version})
-    t = Table(show_header=False)
-    for what, finding, ok in rows:
-        # What the machine says is text, not markup: sysfs writes "[madvise]" for the chosen THP mode.
-        t.add_row(Text("✓ " if ok else "! ", style="green" if ok else "yellow") + Text(what), Text(finding))
-    console.print(t)
+        rows += clients_rows(clients, server_address, ssh_config)
+    terminal.print_checks(rows)
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})
@@ -676,8 +410,9 @@ def doctor(clients, server_address, ssh_config) -> None:
 @click.option("--nodes", type=click.IntRange(1, 64), default=None, help="NUMA nodes (default: one per socket).")
 @click.option("--memory", "memory_mb", type=click.IntRange(512), default=None,
               help="Guest memory in MiB (default: 128 a vCPU, at least 2048).")
-@click.option("--cgroup", "cgroup_version", type=click.Choice(["1", "2"]), default="2", show_default=True,
-              help="The guest's cgroup hierarchy (the guest kernel's command line chooses it).")
+@click.option("--cgroup", "cgroup_version", type=click.Choice(["1", "2", "both"]), default="2", show_default=True,
+              help="The guest's cgroup hierarchy (the guest kernel's command line chooses it); both: a guest of "
+                   "each, side by side where emulated (one host CPU each).")
 @click.option("--suite", type=click.Choice(["ci", "full"]), default=None,
               help="ci (the default without SELECTIONS): every isolation and placement path at full size, fewest "
                    "points; full: every workload at every core count of the default series, both isolations and "
@@ -705,71 +440,45 @@ def vm(shape, nodes, memory_mb, cgroup_version, suite, kernel_spec, timeout_min,
     checked = _checked_run_args(run_args) if run_args else None
     want = guest_vm.parse_shape(shape, nodes, memory_mb)
     kernel = kernels.resolve(kernel_spec) if kernel_spec else None
-    missing = guest_vm.missing_tools()
-    if missing:
-        raise UserError("cannot boot a guest: missing " + "; ".join(missing))
+    guest_vm.require_tools()
     db = store.Store(store_url)
-    guest = guest_vm.Guest(want, int(cgroup_version), kernel)
+    guests = [guest_vm.Guest(want, version, kernel)
+              for version in ((2, 1) if cgroup_version == "both" else (int(cgroup_version),))]
     suite = suite or ("ci" if checked is None else None)
-    limit_s = 60 * (timeout_min or (240 if suite == "full" else 20))
+    limit_s = guest_vm.timeout_s(suite, timeout_min)
 
     # The guest's vCPUs are this machine's CPUs: no other run may measure while it boots and sweeps.
     with _measuring(no_wait):
-        console.print(f"guest: {want.describe()}, cgroup v{guest.cgroup_version}, "
-                      f"{'KVM' if guest.kvm else 'emulated (TCG)'}, kernel {guest.kernel.name}; "
-                      f"{'suite ' + suite if suite else shlex.join(checked or [])}, "
-                      f"stopped after {limit_s / 60:.0f} min", markup=False)
-        if checked is not None:
-            done = guest_vm.run_selection(db, guest, checked, f"vm {kernel.release if kernel else guest.kernel.name}",
-                                          limit_s, _show_guest_line)
-        else:
-            done = guest_vm.run_suite(db, guest, shape, suite, limit_s, _show_guest_line)
-    for s in done.steps:
-        console.print(f"{'ok    ' if s['returncode'] == 0 else 'FAILED'} {s['name']} ({s['seconds']:.0f} s)",
-                      markup=False)
-    if done.imported:
-        console.print(f"kept the guest's runs as {', '.join(map(str, done.imported))} in {db.url}", markup=False)
-    if done.result.timed_out:
-        raise UserError(f"the guest did not finish within {limit_s / 60:.0f} min and was stopped")
-    if not done.steps:
-        raise UserError(f"the guest ended (exit {done.result.returncode}) before its first step")
-    if any(s["returncode"] for s in done.steps) or (suite and done.steps[-1]["name"] != "checks"):
+        for guest in guests:
+            terminal.print_guest_start(guest, f"suite {suite}" if suite else shlex.join(checked or []), limit_s)
+        done = guest_vm.run_vms(db, guests, shape, checked, suite, limit_s, terminal.show_guest_line)
+    for guest, did in zip(guests, done, strict=True):
+        if len(guests) > 1:
+            console.print(f"cgroup v{guest.cgroup_version} guest:", markup=False)
+        terminal.print_guest_steps(did.steps, did.imported, db.url)
+    for guest, did in zip(guests, done, strict=True):
+        which = f"the cgroup v{guest.cgroup_version} guest" if len(guests) > 1 else "the guest"
+        if did.result.timed_out:
+            raise UserError(f"{which} did not finish within {limit_s / 60:.0f} min and was stopped")
+        if not did.steps:
+            raise UserError(f"{which} ended (exit {did.result.returncode}) before its first step")
+    if not all(did.passed(suite) for did in done):
         sys.exit(EXIT_POINTS_FAILED)
-
-
-def _show_guest_line(line: str, elapsed: float) -> None:
-    if "warning: host doesn't support requested feature" in line:
-        return  # QEMU says it of every feature of the CPU model that emulation lacks, on every boot
-    minutes, seconds = divmod(int(elapsed), 60)
-    console.print(f"[{minutes:3d}:{seconds:02d}] {line}", markup=False, highlight=False)
-
-
-# Set by the commands that boot guests themselves (one label per boot, the guest's own store).
-_GUEST_OWNS = ("--store", "--resume", "--label", "--no-wait", "--commit")
 
 
 def _checked_run_args(args: tuple[str, ...]) -> list[str]:
     """`mosbench run`'s selections and options for a guest, checked here, before any guest boots, as
-    `run` checks them (start.check: what this machine must hold, core counts included, is the guest's)."""
+    `run` checks them (start.check_request; what this machine must hold, core counts included, is the guest's)."""
+    from mosbench.guest import host as guest_vm
     from mosbench.run import start
 
-    for a in args:
-        if a.split("=")[0] in _GUEST_OWNS:
-            raise UserError(f"{a.split('=')[0]} is set by mosbench for each guest's run; leave it out")
+    guest_vm.refuse_owned_options(args)
     with run.make_context("run", list(args)) as ctx:
         options = ctx.params
     if not options["selections"]:
         raise UserError("name what to measure in the guest, e.g. micro/getppid1 --cores 1,2")
-    start.check(_request(options))
+    start.check_request(start.request(options))
     return list(args)
-
-
-def _guest_shape(shape: str | None):
-    """A/B and bisection guests: as many vCPUs as this machine has CPUs unless told (one socket), so
-    under KVM every vCPU has a host CPU of its own."""
-    from mosbench.guest import host as guest_vm
-
-    return guest_vm.parse_shape(shape or f"1x{min(len(os.sched_getaffinity(0)), guest_vm.MAX_VCPUS)}x1")
 
 
 _KERNEL_COMMAND_OPTIONS = [
@@ -779,7 +488,8 @@ _KERNEL_COMMAND_OPTIONS = [
                  help="Boots before the first decision, alternating A B B A."),
     click.option("--max-rounds", type=click.IntRange(2, 200), default=12, show_default=True,
                  help="The budget: boots in all, while points are undecided."),
-    click.option("--precision", type=click.FloatRange(0.1, 50), default=2.0, show_default=True, metavar="PERCENT",
+    click.option("--precision", type=click.FloatRange(0.1, 50), default=DEFAULT_PRECISION * 100, show_default=True,
+                 metavar="PERCENT",
                  help="A point is the same on both sides when the 95% interval of its ratio is within ± this."),
     click.option("--boot-timeout", "boot_timeout_min", type=click.FloatRange(1), default=20, show_default=True,
                  help="Minutes a guest may take (boot and run) before it is stopped."),
@@ -799,14 +509,8 @@ def _booter(db, shape, run_args, boot_timeout_min):
     from mosbench.guest import ab as ab_rounds
     from mosbench.guest import host as guest_vm
 
-    missing = guest_vm.missing_tools()
-    if missing:
-        raise UserError("cannot boot a guest: missing " + "; ".join(missing))
-    return ab_rounds.Booter(db, shape, 2, run_args, 60 * boot_timeout_min, _show_guest_line)
-
-
-def _say(line: str) -> None:
-    err_console.print(f"mosbench: {line}", markup=False, highlight=False, soft_wrap=True)
+    guest_vm.require_tools()
+    return ab_rounds.Booter(db, shape, 2, run_args, 60 * boot_timeout_min, terminal.show_guest_line)
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})
@@ -821,7 +525,9 @@ def ab(kernel_specs, shape, first_rounds, max_rounds, precision, boot_timeout_mi
     and for each point that differs, why: with --profile among the run options every boot is profiled, and
     the functions, locks and system calls whose time per unit moved from A to B beyond their trials' spread
     are named (docs/ANALYSIS.md)."""
+    from mosbench.analysis import runs_compared
     from mosbench.guest import ab as ab_rounds
+    from mosbench.guest import host as guest_vm
     from mosbench.guest import kernels
 
     if len(kernel_specs) != 2:
@@ -830,53 +536,17 @@ def ab(kernel_specs, shape, first_rounds, max_rounds, precision, boot_timeout_mi
         raise UserError(f"--rounds {first_rounds} is more than --max-rounds {max_rounds}")
     checked = _checked_run_args(run_args)
     a, b = (kernels.resolve(k) for k in kernel_specs)
-    want = _guest_shape(shape)
+    want = guest_vm.host_sized_shape(shape)
     db = store.Store(store_url)
     booter = _booter(db, want, checked, boot_timeout_min)
     with _measuring(no_wait):
-        _say(f"A: {a.describe()}; B: {b.describe()}; guest {want.describe()}, "
+        say(f"A: {a.describe()}; B: {b.describe()}; guest {want.describe()}, "
              f"{first_rounds} to {max_rounds} boots of about {booter.timeout_s / 60:.0f} min at most each")
-        outcome = ab_rounds.run(booter, a, b, first_rounds, max_rounds, precision / 100, _say)
+        outcome = ab_rounds.run(booter, a, b, first_rounds, max_rounds, precision / 100, say)
     runs = [db.run(r) for r in outcome.merged]
-    out = _table_console()
-    if outcome.config_differences:
-        shown = outcome.config_differences[:12]
-        out.print(f"config: {len(outcome.config_differences)} options differ, first "
-                  + "; ".join(f"{k} {x} → {y}" for k, x, y in shown), markup=False, soft_wrap=True)
-    found, series = _comparison(db, runs)
-    _print_comparison(out, found, series)
-    _print_decisions(out, outcome.decisions, outcome.rounds, max_rounds)
-    _print_explained(out, _ab_explained(db, runs, found, outcome))
-    out.print(f"A and B are kept as runs {outcome.merged[0]} and {outcome.merged[1]} (each boot's run too): "
-              f"`mosbench compare {outcome.merged[0]} {outcome.merged[1]}`, `mosbench report {outcome.merged[1]}`",
-              markup=False, soft_wrap=True)
-
-
-def _print_decisions(out: Console, decisions, rounds: int, max_rounds: int) -> None:
-    from mosbench.analysis.decide import State
-
-    counts = {s: sum(d.state == s for d in decisions) for s in State}
-    how = ("every point decided" if not counts[State.UNSURE] else
-           f"the budget ended ({max_rounds} boots) with {counts[State.UNSURE]} point(s) undecided")
-    out.print(f"after {rounds} boots, {how}: {counts[State.DIFFER]} differ, {counts[State.SAME]} the same, "
-              f"{counts[State.UNSURE]} undecided", markup=False)
-    for d in decisions:
-        out.print(f"  {d.state.upper():7} {d.name}: B/A {d.text()}", markup=False, highlight=False)
-
-
-def _ab_explained(db: store.Store, runs: list[dict], found, outcome) -> list:
-    """Where A and B differ, why: each point's profiles on the two sides (every boot's trials replicates,
-    with `--profile` among the run options), or the `mosbench ab … --profile` that would record them."""
-    from mosbench.analysis import explain
-    from mosbench.analysis.decide import State
-
-    differ = {d.point for d in outcome.decisions if d.state == State.DIFFER}
-    if not differ:
-        return []
-    rows = [db.points(r["id"], with_profiles=True, with_samples=False) for r in runs]
-    labels = (found.labels[0], found.labels[1])
-    return [explain.Explained(c, explain.point(c.point, (runs[0], runs[1]), (rows[0], rows[1]), labels))
-            for c in found.changes[0] if c.point in differ]
+    found, series = runs_compared.comparison(db, runs)
+    explained = runs_compared.differing_explained(db, runs, found, outcome.decisions)
+    terminal.print_ab(terminal.table_console(), outcome, found, series, explained, max_rounds)
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})
@@ -898,27 +568,24 @@ def bisect(tree, good, bad, work, step_rounds, jobs, shape, first_rounds, max_ro
     virtme-ng's configuration, booted, measured and called good, bad or skip by Welch's test against
     both ends."""
     from mosbench.guest import bisect as bisecting
-    from mosbench.report import rows
+    from mosbench.guest import host as guest_vm
 
     checked = _checked_run_args(run_args)
     good_id, bad_id = bisecting.resolve_revisions(tree, good, bad)
     bisecting.check_build_tools()
-    want = _guest_shape(shape)
+    want = guest_vm.host_sized_shape(shape)
     db = store.Store(store_url)
     booter = _booter(db, want, checked, boot_timeout_min)
     builder = bisecting.Builder(tree, work or bisecting.default_work(tree), jobs or len(os.sched_getaffinity(0)))
     with _measuring(no_wait):
-        _say(f"bisecting {good_id[:12]}..{bad_id[:12]} of {tree} in {builder.work}; guest {want.describe()}")
+        say(f"bisecting {good_id[:12]}..{bad_id[:12]} of {tree} in {builder.work}; guest {want.describe()}")
         outcome = bisecting.run(booter, builder, good_id, bad_id, first_rounds, max_rounds, step_rounds,
-                                precision / 100, _say)
-    out = _table_console()
-    _print_decisions(out, outcome.ends.decisions, outcome.ends.rounds, max_rounds)
-    out.print(table.render(rows.bisect_table(outcome.steps)), crop=False)
-    builds = builder.build_seconds
-    out.print(f"{len(builds)} builds ({', '.join(f'{x / 60:.1f}' for x in builds)} min), {booter.boots} boots "
-              f"(median {sorted(booter.boot_seconds)[len(booter.boot_seconds) // 2] / 60:.1f} min each)", markup=False)
+                                precision / 100, say)
+    out = terminal.table_console()
+    terminal.print_bisection(out, outcome, max_rounds, builder.build_seconds, booter.boot_seconds)
     if outcome.first_bad:
         out.print(f"first bad commit: {outcome.first_bad} {builder.subject(outcome.first_bad)}", markup=False)
+        terminal.print_explained(out, bisecting.explained(db, outcome, builder))
     else:
         out.print(f"no single first bad commit: {outcome.message}", markup=False)
         sys.exit(EXIT_POINTS_FAILED)
@@ -926,7 +593,7 @@ def bisect(tree, good, bad, work, step_rounds, jobs, shape, first_rounds, max_ro
 
 @cli.command()
 @click.argument("selections", nargs=-1)
-@click.option("--host", default=None, help="The machine (its hostname) where the store holds several "
+@click.option("--host", "hostname", default=None, help="The machine (its hostname) where the store holds several "
                                            "(default: the newest run's).")
 @click.option("--order", type=click.Choice(["time", "kernel", "commit"]), default="time", show_default=True,
               help="The runs in time order, kernel version order, or the commit order of --tree.")
@@ -942,13 +609,12 @@ def bisect(tree, good, bad, work, step_rounds, jobs, shape, first_rounds, max_ro
 @wide_option
 @store_option
 @click.pass_context
-def history(ctx, selections, host, order, tree, fail_on, as_json, then_bisect, wide, store_url) -> None:
+def history(ctx, selections, hostname, order, tree, fail_on, as_json, then_bisect, wide, store_url) -> None:
     """A machine's runs as one series per point (SELECTIONS: workload or workload/test; all by default),
     in time, kernel-version or commit order: per test, per-core throughput at one core and the most cores
     over the runs, and the changes found in them (PELT candidates kept where Welch's test, corrected over
     all candidates, says the two sides differ), each with its kind, what moved with it and what differed."""
-    import json
-
+    from mosbench.analysis import explain_history
     from mosbench.analysis import history as hist
     from mosbench.report import history as history_report
     from mosbench.run.plan import stored_selections
@@ -960,31 +626,25 @@ def history(ctx, selections, host, order, tree, fail_on, as_json, then_bisect, w
     # Names are checked as `run` checks them: an unknown one is said, not searched for.
     chosen = stored_selections(list(selections))
     db = store.Store(store_url, create=False)
-    found = hist.build(db.list_runs(), db.history_points, chosen, host, hist.Order(order), tree)
+    found = hist.build(db.list_runs(), db.history_points, chosen, hostname, hist.Order(order), tree)
     worse = found.worse_than(fail_on) if fail_on is not None else []
+    explained = explain_history.explained(db, found)
     if as_json:
-        # Through stdout: a reader that leaves (| head) never turns the gate's answer into click's exit 1.
-        click.echo(json.dumps(history_report.as_json(found, fail_on), indent=1), file=stdout)
+        terminal.echo_json(explain_history.add_to_json(history_report.as_json(found, fail_on), found, explained))
         sys.exit(1 if worse else 0)
-    out = _table_console()
+    out = terminal.table_console()
     for model in (history_report.series_table(found), history_report.shifts_table(found)):
         out.print(table.render(model, wide), crop=False)
-    for line in history_report.summary_lines(found):
-        out.print(line, markup=False, highlight=False, soft_wrap=True)
+    terminal.print_lines(out, history_report.summary_lines(found))
+    terminal.print_explained(out, explained, wide)
     if fail_on is not None:
-        for shift in worse:
-            change = min(shift.changes, key=lambda c: c.difference.ratio)
-            out.print(f"CHANGE at the newest run {found.runs[-1].name}: {shift.key.name} at {change.cores} cores "
-                      f"{change.difference.ratio:.3f}× the level before, p adj. "
-                      f"{change.p_adjusted:.2g}", markup=False, highlight=False, soft_wrap=True)
-        if not worse:
-            out.print(f"the newest run begins no significant change worse than {fail_on:g}%", markup=False)
+        terminal.print_lines(out, gate.lines(gate.CHANGE, gate.changes(found, worse), fail_on))
     if then_bisect:
         target = hist.bisect_target(found)
         if target is None:
             raise UserError("no change has kernel commits recorded on both sides (mosbench run --commit REV "
                             "records one; vm, ab and bisect record the tree's)")
-        _say(f"bisecting {target.good[:12]}..{target.bad[:12]} for {' '.join(target.selections)} "
+        say(f"bisecting {target.good[:12]}..{target.bad[:12]} for {' '.join(target.selections)} "
              f"at {target.cores} cores")
         ctx.invoke(bisect, tree=tree, good=target.good, bad=target.bad,
                    run_args=(*target.selections, "--cores", target.cores), store_url=store_url)
@@ -996,11 +656,7 @@ def main() -> None:
     try:
         _main()
     finally:
-        if stdout.broken or stderr.broken:
-            # The reader left: let the interpreter's last flush go nowhere rather than print an error.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            for s in (sys.stdout, sys.stderr):
-                os.dup2(devnull, s.fileno())
+        terminal.drop_if_reader_left()
 
 
 def _main() -> None:
@@ -1012,12 +668,12 @@ def _main() -> None:
     except (click.exceptions.Abort, KeyboardInterrupt) as e:
         # Click turns Ctrl-C (and SIGTERM or SIGHUP, which a sweep raises as one) into an Abort whose cause
         # is the interrupt.
-        stopped = _interrupted_run(e if isinstance(e, KeyboardInterrupt) else e.__cause__)
-        if stopped is None:
+        stopped = e if isinstance(e, KeyboardInterrupt) else e.__cause__
+        if not isinstance(stopped, RunInterrupted):  # no sweep stopped: a wait for the machine, a report
             err_console.print("mosbench: interrupted", markup=False, highlight=False)
         else:
             err_console.print(f"mosbench: interrupted; run #{stopped.run_id}'s finished points are kept "
-                              f"(`{_resume_command(stopped.run_id, stopped.store_url)}` measures the rest)",
+                              f"(`{terminal.resume_command(stopped.run_id, stopped.store_url)}` measures the rest)",
                               markup=False, highlight=False)
         sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as e:
@@ -1035,11 +691,6 @@ class RunInterrupted(KeyboardInterrupt):
         super().__init__(run_id)
         self.run_id = run_id
         self.store_url = store_url
-
-
-def _interrupted_run(interrupt: BaseException | None) -> RunInterrupted | None:
-    """The run an interrupt stopped; None where it stopped no sweep (a wait for the machine, a report)."""
-    return interrupt if isinstance(interrupt, RunInterrupted) else None
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ In this order, each phase given what its share of the budget allows (a phase tha
 skipped and the summary says so; a phase that overruns is stopped with SIGINT, which keeps every point
 already measured):
   1. mosbench's micro tests against will-it-scale's at the machine's largest task count, both modes,
-     3 interleaved rounds with bootstrap intervals and bimodality per tool (benchmarks/vs_will_it_scale.py);
+     3 interleaved rounds with bootstrap intervals and bimodality per tool (mosbench/run/willitscale.py);
   2. scale/lock (2 trials), scale/counter and scale/tree (1 trial) at 1..max cores, par_ns chosen for
      the run (the ticket lock saturating near half the cores);
   3. the models on them: the lock model and Amdahl/USL, each with its prediction interval and its
@@ -53,6 +53,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    # A lent machine runs this with its system Python, the checkout uninstalled: the checkout is the package.
+    # Its modules are imported where used, after the arguments are checked: a refusal needs no numpy.
+    sys.path.insert(0, str(ROOT))
+
 MICRO_TESTS = ("getppid1", "page_fault1", "mmap1", "open1", "dup1", "context_switch1", "lseek1", "brk1",
                "read1", "write1", "signal1", "sched_yield")
 SCALE = ("scale/lock", "scale/counter", "scale/tree")
@@ -202,12 +207,12 @@ def kit_environment(kit: Path | None, work: Path) -> dict[str, str]:
                                  f"{platform.python_version()} (make it with KIT_PYTHON={sys.version_info.major}."
                                  f"{sys.version_info.minor} make manycore-kit): {done.stderr.strip().splitlines()[-1]}")
             paths.append(str(site))
-            sys.path.insert(0, str(site))  # the summary reads the store in this process
+            # The summary reads the store in this process, with the SQLAlchemy the kit just installed.
+            sys.path.insert(0, str(site))
         if (kit / "lib").is_dir():
             env["LD_LIBRARY_PATH"] = ":".join(filter(None, [str(kit / "lib"), env.get("LD_LIBRARY_PATH", "")]))
         if (kit / "native").is_dir():
             env["MOSBENCH_NATIVE"] = str(kit / "native")
-    sys.path.insert(0, str(ROOT))
     env["PYTHONPATH"] = ":".join(filter(None, [*paths, env.get("PYTHONPATH", "")]))
     env.setdefault("COLUMNS", "120")
     return env
@@ -223,10 +228,11 @@ def shared_micro_tests(wis: Path, native: Path, wanted: int) -> list[str]:
 
 
 def pairs(check: Check, p: Phase, tasks: int, label: str, until: float) -> None:
-    """Phase 1 or 5: the interleaved comparison at `tasks`, in this process (the benchmark as a library),
+    """Phase 1 or 5: the interleaved comparison at `tasks`, in this process (mosbench.run.willitscale),
     stopping before a pair that would pass `until`. A pair whose tool fails fails the phase; the other
     pairs are still measured."""
-    import vs_will_it_scale as vs
+    from mosbench.report.pairs import format_failed, format_pair, format_totals, header
+    from mosbench.run import willitscale
 
     native = Path(check.env.get("MOSBENCH_NATIVE", ROOT / "native" / "build"))
     tests = shared_micro_tests(check.args.wis, native, check.args.tests)
@@ -241,14 +247,14 @@ def pairs(check: Check, p: Phase, tasks: int, label: str, until: float) -> None:
             f.flush()
             print("   ", line, flush=True)
 
-        f.write(vs.HEADER.format(rounds=check.args.rounds) + "\n")
+        f.write(header(check.args.rounds) + "\n")
         os.environ["MOSBENCH_NATIVE"] = str(native)
-        found = vs.compare(check.args.wis, tests, ["procs", "threads"], [tasks], check.args.rounds,
-                           check.args.warmup, check.args.duration, deadline=until,
-                           on_pair=lambda pair: show(vs.format_pair(pair)),
-                           on_failed=lambda failed: show(vs.format_failed(failed)))
-        f.write(vs.format_totals(found) + "\n")
-    (check.work / f"pairs-{label}.json").write_text(json.dumps([vs.pair_json(x) for x in found], indent=1))
+        found = willitscale.compare(check.args.wis, tests, ["procs", "threads"], [tasks], check.args.rounds,
+                                    check.args.warmup, check.args.duration, deadline=until,
+                                    on_pair=lambda pair: show(format_pair(pair)),
+                                    on_failed=lambda failed: show(format_failed(failed)))
+        f.write(format_totals(found) + "\n")
+    (check.work / f"pairs-{label}.json").write_text(json.dumps([x.to_json() for x in found], indent=1))
     for failed in found.failed:
         p.failed(Failure(f"{failed.test} {failed.mode} at {failed.tasks} tasks:", failed.reason, failed.lines))
     if found.not_run:
@@ -313,7 +319,7 @@ def run_ids(store: str) -> dict[str, str]:
     """{label: id} of the runs in the check's store."""
     if not Path(store).exists():
         return {}
-    from mosbench.store.db import Store  # this process has the kit's site on its path (kit_environment)
+    from mosbench.store.db import Store  # after kit_environment: SQLAlchemy may be the kit's
 
     return {r["label"]: str(r["id"]) for r in Store(store).list_runs()}
 
@@ -321,7 +327,8 @@ def run_ids(store: str) -> dict[str, str]:
 def summary(check: Check) -> str:
     """One page: the machine, each phase, the pairs, the lock curves and models, the applications. A
     summary that cannot be drawn (a store the phases left broken) is the phases' table and why."""
-    import manycore_summary  # reads what the phases left in the work directory
+    # Imported here: it reads the store, through the SQLAlchemy that kit_environment may have just installed.
+    from scripts import manycore_summary
 
     elapsed = time.monotonic() - check.started
     try:
@@ -392,12 +399,11 @@ def main() -> int:
     if why := refusal(args):  # it leaves no descriptor open
         print(f"check-manycore: {why}", file=sys.stderr)
         return 2
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import vs_will_it_scale as vs
+    from mosbench.run import willitscale
 
     # First, before this script opens anything: a descriptor inherited from whatever started it would size
-    # will-it-scale's shared descriptor table and move its contended tests (vs_will_it_scale says how much).
-    vs.close_inherited_fds()
+    # will-it-scale's shared descriptor table and move its contended tests (close_inherited_fds says how much).
+    willitscale.close_inherited_fds()
     stamp = time.strftime("%Y%m%d-%H%M%S")
     scratch = Path(tempfile.mkdtemp(prefix="mosbench-manycore-"))
     work = scratch / f"manycore-{platform.node()}-{stamp}"
@@ -425,7 +431,6 @@ def main() -> int:
         if args.wis and check.cpus // 2 >= 1 and check.left() > OVERHEAD_S * 2:
             check.run_phase(f"micro against will-it-scale at {half} tasks",
                             lambda p: pairs(check, p, half, "half", check.deadline - OVERHEAD_S))
-        sys.path.insert(0, str(ROOT / "scripts"))
         text = summary(check)
         (work / "summary.md").write_text(text)
         print(text)

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from vs_will_it_scale import Modes  # benchmarks/ is on the path: the check imports it first
+from typing import TYPE_CHECKING
 
 from mosbench.analysis import cells
+from mosbench.analysis.pairs import Pair, Verdict, tally
 from mosbench.store.db import Store
 from mosbench.units import si
 
 if TYPE_CHECKING:
-    from check_manycore import Phase
+    from scripts.check_manycore import Phase
 
 
 def page(work: Path, phases: list[Phase], cpus: int, elapsed: float, budget: float) -> str:
@@ -25,7 +24,7 @@ def page(work: Path, phases: list[Phase], cpus: int, elapsed: float, budget: flo
     for label in ("max", "half"):
         path = work / f"pairs-{label}.json"
         if path.exists():
-            lines += ["", *pairs_section(json.loads(path.read_text()))]
+            lines += ["", *pairs_section([Pair.from_json(p) for p in json.loads(path.read_text())])]
     store = work / "store.sqlite"
     if store.exists():
         lines += ["", *curves_section(store)]
@@ -50,27 +49,23 @@ def phases_section(phases: list[Phase]) -> list[str]:
     return lines
 
 
-def pairs_section(found: list[dict[str, Any]]) -> list[str]:
+def pairs_section(found: list[Pair]) -> list[str]:
     if not found:
         return ["## micro against will-it-scale: no pair measured"]
-    tasks = found[0]["tasks"]
-    rounds = len(found[0]["ours"])
-    out = [f"## micro against will-it-scale at {tasks} tasks ({rounds} interleaved rounds, medians, ops/s)",
+    out = [f"## micro against will-it-scale at {found[0].tasks} tasks ({len(found[0].ours)} interleaved rounds, "
+           "medians, ops/s)",
            "",
            "| test | mode | mosbench | will-it-scale | ratio [95%] | verdict |",
            "| --- | --- | --- | --- | --- | --- |"]
     for p in found:
-        verdict = {"within": "within ±5%"}.get(p["verdict"], p["verdict"])
-        modes = [f"{who}: {Modes(**p[f'{key}_modes']).describe()}" for who, key in (("mosbench", "ours"),
-                                                                                     ("will-it-scale", "theirs"))
-                 if p[f"{key}_modes"]["bimodal"]]
-        out.append(f"| {p['test']} | {p['mode']} | {si(p['ours_median'])} | {si(p['theirs_median'])} | "
-                   f"{p['ratio']:.3f} [{p['low']:.3f}–{p['high']:.3f}] | {'; '.join([verdict, *modes])} |")
-    within = sum(1 for p in found if p["verdict"] == "within")
-    out += ["", f"{within} of {len(found)} pairs within ±5%; "
-                f"{sum(1 for p in found if p['verdict'] == 'apart')} apart by their interval, "
-                f"{sum(1 for p in found if p['verdict'] == 'unclear')} unclear, "
-                f"{sum(1 for p in found if p['verdict'] == 'bimodal')} bimodal."]
+        verdict = "within ±5%" if p.verdict is Verdict.WITHIN else p.verdict.value
+        modes = [f"{who}: {m.describe()}" for who, m in (("mosbench", p.ours_modes), ("will-it-scale", p.theirs_modes))
+                 if m.bimodal]
+        out.append(f"| {p.test} | {p.mode} | {si(p.ours_median)} | {si(p.theirs_median)} | "
+                   f"{p.ratio:.3f} [{p.low:.3f}–{p.high:.3f}] | {'; '.join([verdict, *modes])} |")
+    n = tally(found)
+    out += ["", f"{n[Verdict.WITHIN]} of {len(found)} pairs within ±5%; {n[Verdict.APART]} apart by their interval, "
+                f"{n[Verdict.UNCLEAR]} unclear, {n[Verdict.BIMODAL]} bimodal."]
     return out
 
 

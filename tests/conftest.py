@@ -73,11 +73,12 @@ def mosbench_here(*args: str, env: dict | None = None) -> Ran:
     from click.testing import CliRunner
 
     from mosbench import cli
+    from mosbench.report import terminal
 
-    consoles = (cli.console, cli.err_console)
-    saved = (cli.stdout.stream, cli.stderr.stream, sys.argv, *(c._color_system for c in consoles))
+    consoles = (terminal.console, terminal.err_console)
+    saved = (terminal.stdout.stream, terminal.stderr.stream, sys.argv, *(c._color_system for c in consoles))
     with CliRunner().isolation(env=env) as (out, err, _):
-        cli.stdout.stream, cli.stderr.stream, sys.argv = sys.stdout, sys.stderr, ["mosbench", *args]
+        terminal.stdout.stream, terminal.stderr.stream, sys.argv = sys.stdout, sys.stderr, ["mosbench", *args]
         # Each console chose its colours when imported, on a terminal under `pytest -s`: here, a pipe's.
         for c in consoles:
             c._color_system = None
@@ -87,7 +88,7 @@ def mosbench_here(*args: str, env: dict | None = None) -> Ran:
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else int(e.code is not None)
         finally:
-            cli.stdout.stream, cli.stderr.stream, sys.argv = saved[:3]
+            terminal.stdout.stream, terminal.stderr.stream, sys.argv = saved[:3]
             for c, system in zip(consoles, saved[3:], strict=True):
                 c._color_system = system
         sys.stdout.flush()

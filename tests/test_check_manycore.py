@@ -16,15 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from mosbench.run import willitscale
 from mosbench.store.db import Store
 from mosbench.workloads.scale import lock_par_ns
+from scripts import check_manycore, manycore_summary
 from tests.conftest import ROOT, needs_native
 from tests.test_vs_will_it_scale import stand_in
-
-sys.path.insert(0, str(ROOT / "scripts"))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import check_manycore
-import manycore_summary
 
 # A will-it-scale program that cannot start: it says why and exits 1, printing no count.
 BROKEN = "#!/bin/sh\necho 'dup1_processes: cannot set up its tasks' >&2\nexit 1\n"
@@ -139,7 +136,7 @@ def test_a_bad_argument_is_one_line_before_anything_is_measured(tmp_path, monkey
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     out = [] if "--out" in args else ["--out", str(tmp_path / "out")]
     monkeypatch.setattr(sys, "argv", ["check_manycore.py", *args, *out])
-    monkeypatch.setattr(sys.modules["vs_will_it_scale"], "close_inherited_fds", lambda: None)  # pytest's own
+    monkeypatch.setattr(willitscale, "close_inherited_fds", lambda: None)  # pytest's own
     monkeypatch.setattr(check_manycore.Check, "__init__", lambda *_: pytest.fail("the check began"))
     try:
         code = check_manycore.main()
@@ -155,7 +152,7 @@ def test_an_out_that_cannot_take_the_results_keeps_them_and_says_where(tmp_path,
     results stay in the scratch, which the last line names. The phases here measure nothing."""
     out = tmp_path / "out"
     monkeypatch.setattr(sys, "argv", ["check_manycore.py", "--out", str(out), "--budget", "1"])
-    monkeypatch.setattr(sys.modules["vs_will_it_scale"], "close_inherited_fds", lambda: None)
+    monkeypatch.setattr(willitscale, "close_inherited_fds", lambda: None)
     real = check_manycore.Check.run_phase
     monkeypatch.setattr(check_manycore.Check, "run_phase", lambda self, name, _body: real(self, name, lambda p: None))
     monkeypatch.setattr(check_manycore.shutil, "copy", _read_only)
@@ -172,25 +169,3 @@ def test_an_out_that_cannot_take_the_results_keeps_them_and_says_where(tmp_path,
 
 def _read_only(*_args, **_kw):
     raise OSError(30, "Read-only file system")
-
-
-@pytest.mark.filterwarnings("ignore:descriptors .* are open:RuntimeWarning")  # this process's own: no tool runs
-def test_a_tool_that_fails_fails_its_pair_and_the_next_pair_is_measured():
-    import vs_will_it_scale as vs
-
-    def theirs(test, mode, tasks, warmup, duration):
-        if test == "dup1" and mode == "procs":
-            raise vs.ToolFailed("will-it-scale dup1_processes gave 0 of 1 samples, exit 1", ["no tasks"])
-        return vs.Round(100.0, [100.0])
-
-    seen, failed = [], []
-    found = vs.compare(Path("/nonexistent"), ["dup1", "getppid1"], ["procs", "threads"], [1], rounds=1,
-                       duration=1, warmup=0, on_pair=seen.append, on_failed=failed.append,
-                       measure_ours=lambda *_: vs.Round(100.0, [100.0]), measure_theirs=theirs)
-    assert [(p.test, p.mode) for p in found] == [("dup1", "threads"), ("getppid1", "procs"), ("getppid1", "threads")]
-    assert seen == list(found) and found.failed == failed and not found.not_run
-    assert [(f.test, f.mode, f.tasks, f.lines) for f in failed] == [("dup1", "procs", 1, ["no tasks"])]
-    assert vs.format_failed(failed[0]).splitlines() == [
-        "dup1               procs       1  FAILED: will-it-scale dup1_processes gave 0 of 1 samples, exit 1",
-        "    no tasks"]
-    assert vs.format_totals(found).startswith("3 of 3 within ±5%") and "; 1 pairs FAILED" in vs.format_totals(found)

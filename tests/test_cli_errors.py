@@ -76,7 +76,7 @@ GUEST_COMMANDS = [["vm", "--kernel", "nosuch-k"], ["ab", "--kernel", "nosuch-a",
 ])
 def test_a_guest_s_run_is_checked_as_run_checks_it_before_any_kernel_or_guest(tmp_path, command, selection, param,
                                                                               message):
-    """A workload's own parameter checks (start.check, as `run` makes them) refuse before a kernel is looked
+    """A workload's own parameter checks (start.check_request, as `run` makes them) refuse before a kernel is looked
     for, a tree read or a guest booted: the kernels and the tree named here do not exist."""
     if not _available(selection.split("/")[0]):
         pytest.skip(f"{selection} is not available here")

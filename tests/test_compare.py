@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from mosbench.analysis import compare
+from mosbench.analysis import compare, significance
 from mosbench.analysis.cells import build_series
 from mosbench.store import db as store
 from tests.conftest import mosbench_here
@@ -24,7 +24,8 @@ def _series(per_core_by_cores: dict[int, list[float]], variant="procs", workload
 
 def test_welch_agrees_with_scipy_and_its_interval_is_welchs():
     a, b = [100.0, 104.0, 98.0, 101.0], [110.0, 108.0, 115.0, 109.0]
-    ratio, low, high, p = compare.welch(a, b)
+    d = significance.welch(a, b)
+    ratio, low, high, p = d.ratio, d.low, d.high, d.p
     assert ratio == pytest.approx(np.mean(b) / np.mean(a))
     assert p == pytest.approx(stats.ttest_ind(b, a, equal_var=False).pvalue)
     # scipy's own interval for the difference of means (Welch), divided by the baseline's mean.
@@ -50,7 +51,7 @@ def test_same_distribution_is_rarely_flagged(seed):
     flagged = 0
     for _ in range(40):
         a, b = rng.normal(100, 10, 3), rng.normal(100, 10, 3)
-        flagged += compare.welch(list(a), list(b))[3] < compare.ALPHA
+        flagged += significance.welch(list(a), list(b)).significant
     assert flagged <= 10
 
 
@@ -61,12 +62,26 @@ def test_one_trial_is_untested_and_missing_points_are_named():
     assert by_cores[1].ratio == pytest.approx(1.2) and not by_cores[1].significant
     assert by_cores[2].verdict == "not measured in the other run"
     assert by_cores[4].verdict == "not measured in the baseline"
+    assert by_cores[1].matched and not by_cores[2].matched and not by_cores[4].matched
+    assert compare.unmatched(found, compare.Side.BASELINE).points == 1
+    assert compare.unmatched(found, compare.Side.OTHER).text() == "1 point (micro/getppid1)"
+
+
+def test_the_same_is_a_whole_interval_within_the_precision_not_a_ratio_near_one():
+    """A ratio of 1.01 from two noisy trials a side is not "the same within 5%": its interval reaches past
+    it. Significant and the same are the one record's two rules, read by compare, ab and bisect alike."""
+    noisy = significance.welch([100.0, 80.0], [111.0, 71.0])
+    assert abs(noisy.ratio - 1) < 0.05 and not noisy.same(0.05) and not noisy.significant
+    steady = significance.welch([100.0, 100.5, 99.5, 100.2], [101.0, 100.8, 101.2, 100.9])
+    assert steady.same(0.05) and not steady.same(0.001) and steady.significant
+    assert not significance.welch([100.0], [100.0]).same(0.5)  # one trial a side: no interval, nothing known
 
 
 def test_a_point_failed_in_one_run_is_said_so():
     failed = _point(status="failed", reason="boom", throughput=None, work=None)
     found = compare.changes(_series({1: [100, 101]}), build_series([failed]))
     assert [c.verdict for c in found] == ["failed in the other run"]
+    assert found[0].matched and found[0].missing == compare.Missing(compare.Side.OTHER, compare.Absence.FAILED)
 
 
 def test_identical_trials_are_no_change():

@@ -159,9 +159,9 @@ def test_the_report_says_what_changed_with_a_flame_graph_of_b_against_a(tmp_path
 
 
 def test_ab_explains_the_points_that_differ_and_asks_for_profiled_boots(tmp_path):
-    from mosbench import cli
+    from mosbench.analysis import runs_compared
+    from mosbench.analysis.cells import counted_by_point
     from mosbench.analysis.decide import State, decide_all
-    from mosbench.guest.ab import Outcome
 
     db, ids = _store(tmp_path)
     command = "mosbench ab --kernel 6.1 --kernel 6.8 micro/getppid1 --cores 2"
@@ -171,12 +171,11 @@ def test_ab_explains_the_points_that_differ_and_asks_for_profiled_boots(tmp_path
                 command=command, environment={"hostname": "h", "ab": {"side": "B", "rounds": 2}}))
     runs = [db.run(i) for i in ids]
     found = compare.compare_runs(runs, [build_series(db.points(i)) for i in ids], ["A", "B", "C"])
-    decisions = decide_all(*(cli.analysis.counted_by_point(db.points(i)) for i in (ids[0], ids[2])), 0.02)
+    decisions = decide_all(*(counted_by_point(db.points(i)) for i in (ids[0], ids[2])), 0.02)
     assert [d.state for d in decisions] == [State.DIFFER]
-    outcome = Outcome([], [ids[0], ids[2]], decisions, 4, [])
-    unprofiled = cli._ab_explained(db, [runs[0], runs[2]], compare.Comparison(["A", "C"], [], [found.changes[1]]),
-                                   outcome)
+    unprofiled = runs_compared.differing_explained(db, [runs[0], runs[2]],
+                                                   compare.Comparison(["A", "C"], [], [found.changes[1]]), decisions)
     assert explain.profile_commands([unprofiled[0].found]) == [command + " --profile micro/getppid1"]
-    profiled = cli._ab_explained(db, [runs[0], runs[1]], compare.Comparison(["A", "B"], [], [found.changes[0]]),
-                                 outcome)
+    profiled = runs_compared.differing_explained(db, [runs[0], runs[1]],
+                                                 compare.Comparison(["A", "B"], [], [found.changes[0]]), decisions)
     assert profiled[0].found.own[0].function == LOCK

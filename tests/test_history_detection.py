@@ -1,4 +1,4 @@
-"""`mosbench history`'s search on planted stores made in memory (tests/history_stores.sweep): every step found
+"""`mosbench history`'s search on planted stores made in memory (testing/history_stores.sweep): every step found
 within one run and once, a drift told as a drift, nothing invented, and what it says fitting 80 columns.
 
 Stores: 20 runs of a micro sweep (3 tests × 2 variants × 1-16 cores = 30 series), 3 trials a run uniform
@@ -17,7 +17,7 @@ from rich.console import Console
 from mosbench.analysis import history as hist
 from mosbench.report import history as history_report
 from mosbench.report import table
-from tests.history_stores import SWEEP, Drift, Noise, Planted, sweep
+from mosbench.testing.history_stores import SWEEP, Drift, Noise, Planted, sweep
 
 RUNS = 20
 

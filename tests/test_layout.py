@@ -22,6 +22,7 @@ LAYERS = (
     ("mosbench.report",),
     ("mosbench.guest",),
     ("mosbench.cli", "mosbench.__main__"),
+    ("mosbench.testing",),  # rigs for tests and benchmarks: above everything, so nothing imports them
 )
 
 

@@ -18,6 +18,7 @@ import pytest
 
 from mosbench import cli
 from mosbench.machine import journal
+from mosbench.report import terminal
 from mosbench.run.plan import stored_selections
 from mosbench.store import db as store
 from tests.conftest import ROOT, needs_native
@@ -56,7 +57,7 @@ def mosbench(monkeypatch, *args: str, out: io.StringIO | None = None) -> Said:
     """`mosbench ARGS` in this process: its exit code and what it printed."""
     out = out if out is not None else io.StringIO()
     err = io.StringIO()
-    for pipe, stream in ((cli.stdout, out), (cli.stderr, err)):
+    for pipe, stream in ((terminal.stdout, out), (terminal.stderr, err)):
         monkeypatch.setattr(pipe, "stream", stream)
         monkeypatch.setattr(pipe, "broken", False)
     monkeypatch.setattr(sys, "argv", ["mosbench", *args])

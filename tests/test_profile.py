@@ -7,6 +7,7 @@ from collections import Counter
 import pytest
 
 from mosbench.analysis import profiles
+from mosbench.analysis.cells import SeriesKey
 from mosbench.report import flamegraph, html
 from mosbench.run import profiler as profile
 from mosbench.store import db as store
@@ -93,8 +94,8 @@ def test_profiles_are_grouped_by_series_and_points_without_one_are_left_out():
     pts = [_point(1, {"m;a": 10}, 100.0), _point(2, {"m;a": 10}, 100.0), _point(2, {"m;b": 10}, 100.0, trial=2),
            dict(_point(4, {"m;a": 1}, 1.0), status="failed"), dict(_point(8, {}, 1.0), profile=None)]
     found = profiles.by_series(pts)
-    assert list(found) == [("micro", "getppid1", "procs")]
-    by_cores = found[("micro", "getppid1", "procs")]
+    assert list(found) == [SeriesKey("micro", "getppid1", "procs")]
+    by_cores = found[SeriesKey("micro", "getppid1", "procs")]
     assert sorted(by_cores) == [1, 2] and by_cores[2].work == 200.0 and by_cores[2].stacks == Counter({"m;a": 10,
                                                                                                        "m;b": 10})
 

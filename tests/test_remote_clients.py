@@ -1,6 +1,6 @@
 """--clients: load generators on client hosts over SSH, here network namespaces with real sshd.
 
-The unit tests need nothing; the rest run on client hosts (tests/clienthosts.py: two plain hosts shared by
+The unit tests need nothing; the rest run on client hosts (testing/clienthosts.py: two plain hosts shared by
 the tests that need no more, two with a skewed clock shared by those of a skew) and run mosbench as a user
 would, then check the per-host figures, each failure (a host unreachable, a generator killed mid-window, a
 skewed clock, a host too busy) and that nothing is left on the hosts or here.
@@ -25,10 +25,10 @@ import pytest
 from mosbench import native
 from mosbench.analysis.network import flows_of
 from mosbench.errors import UserError
+from mosbench.testing.clienthosts import QUEUES, ClientHosts, leftovers, why_not
 from mosbench.workloads.server import hostresult, limits, ports, remote, ssh
 from mosbench.workloads.server.histogram import Histogram, bucket_of, bucket_top
 from mosbench.workloads.server.hosts import ClientHost, parse_clients
-from tests.clienthosts import QUEUES, ClientHosts, leftovers, why_not
 from tests.conftest import mosbench_here
 
 MOSBENCH = [sys.executable, "-m", "mosbench"]

@@ -41,7 +41,7 @@ def test_resume_refuses_what_a_new_run_would_refuse_and_leaves_the_run_alone(tmp
 
 def test_new_and_resumed_plans_go_through_the_same_checks(tmp_path, monkeypatch):
     checked: list[Plan] = []
-    monkeypatch.setattr(start, "validate", lambda p, topo: checked.append(p))
+    monkeypatch.setattr(start, "check_machine", lambda p, topo: checked.append(p))
     topo = topology.read()
     new = start.new_plan(start.Request(["micro/getppid1"], "1", ["procs"], 1, 0.0, 0.2, 0.0, "pack", "cgroup",
                                        [], None, 0.02, 0), topo)

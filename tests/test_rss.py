@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import collections
 import ipaddress
-import time
 
 import numpy as np
 import pytest
@@ -241,12 +240,9 @@ def test_balanced_over_the_wanted_queues_only() -> None:
 def test_792_flows_over_256_queues() -> None:
     r = rss.Rss.default(256, size=256)
     ports = list(range(11211, 11211 + 24))
-    start = time.perf_counter()
     flows = rss.balanced_ports(r, "192.168.0.2", "192.168.0.1", ports, 33)
-    took = time.perf_counter() - start
     _check(r, flows, "192.168.0.2", "192.168.0.1", ports, 33, r.queues)
     assert sorted(collections.Counter(f.queue for f in flows).values()) == [3] * 232 + [4] * 24
-    assert took < 10, f"{took:.1f} s"
 
 
 def test_balanced_ports_refusals() -> None:

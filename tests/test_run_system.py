@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mosbench.machine.isolation import detect_cgroups
-from tests.conftest import ROOT, mosbench, needs_native, needs_root, sigint_default
+from tests.conftest import ROOT, mosbench, mosbench_here, needs_native, needs_root, sigint_default
 
 pytestmark = needs_native
 
@@ -162,6 +162,18 @@ def test_killed_harness_is_cleaned_up_by_its_guardian_at_once(tmp_path):
     r = mosbench("run", "--resume", "latest", "--store", str(db), env={"MOSBENCH_STATE": str(state)})
     assert r.returncode == 0, r.stderr
     assert sqlite3.connect(db).execute("select status from runs").fetchone()[0] == "complete"
+
+
+@needs_native
+def test_a_run_that_ends_cleanly_ends_its_guardian(tmp_path):
+    # A process that runs many sweeps (a test session, the guest's suite) once gathered a guardian per
+    # run, each waiting for that process to end.
+    state = tmp_path / "state"
+    r = mosbench_here("run", "micro/getppid1", "--cores", "1", "--trials", "1", "--warmup", "0.05",
+                      "--duration", "0.1", "--interval", "0", "--store", str(tmp_path / "s.sqlite"),
+                      env={"MOSBENCH_STATE": str(state)})
+    assert r.returncode == 0, r.stderr
+    assert not list(state.glob("run-*.json")) and not _guardians(state)
 
 
 @needs_root

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from mosbench.analysis import scaling
+from mosbench.analysis.cells import scaling_ratio
 from mosbench.report import rows
 
 # The Cisco benchmark of Baron Schwartz's "Practical Scalability Analysis with the Universal Scalability
@@ -144,3 +145,12 @@ def test_unbounded_intervals_are_written_as_or_more():
     assert scaling.bounded(48.0, 16) == 48.0
     # In the JSON, an unbounded end is null, never a 13-digit number or Infinity.
     assert scaling.interval_json(36.0, (26.0, 1.09e12), 16) == {"value": 36.0, "low": 26.0, "high": None}
+
+
+def test_the_scaling_ratio_is_the_most_cores_over_one_core():
+    """One rule for the cells' Figure 3, history's shifts and heat map and the file systems' table."""
+    assert scaling_ratio({1: 100.0, 2: 90.0, 8: 50.0}) == (0.5, 8)
+    assert scaling_ratio({2: 90.0, 8: 50.0}) is None  # no one-core point: a ratio to 2 cores is another figure
+    assert scaling_ratio({1: 100.0}) is None
+    assert scaling_ratio({1: 100.0, 4: 80.0, 8: None}) is None  # the most cores unmeasured: not the next count
+    assert scaling_ratio({1: 0.0, 8: 5.0}) is None

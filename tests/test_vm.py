@@ -4,6 +4,8 @@ picks, the import of its runs and the report's word on them. (tests/test_manycor
 from __future__ import annotations
 
 import os
+import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -155,3 +157,60 @@ def test_every_sweep_of_a_guest_suite_is_a_plan_mosbench_accepts(suite, cgroup):
         plan.resolve_params(selections, params)
         plan.resolve_variants(selections, variants)
         assert sweep.isolation in ISOLATIONS and sweep.placement in placement.PLACEMENTS
+
+
+def test_a_guest_step_runs_forked_with_the_command_lines_exit_status(tmp_path):
+    # The suite's steps run forked from the process that imported mosbench once (an emulated start costs
+    # a minute): each must still end with the status `mosbench ARGS` would have, and see no stdin.
+    # (What they print goes wherever this process's streams went first: under pytest, not to the fds.)
+    store = tmp_path / "s.sqlite"
+    assert vmguest.forked(vmguest.mosbench_command(["list", "micro"])) == 0
+    assert vmguest.forked(vmguest.mosbench_command(["show", "1", "--store", str(store)])) == 2
+    assert not store.exists()
+    assert vmguest.forked(vmguest.mosbench_command(["export", "--store", str(store), "--format", "json"])) == 2
+    assert vmguest.forked(lambda: len(os.read(0, 1))) == 0
+
+    def raises() -> int:
+        raise RuntimeError("a step's own bug")
+    assert vmguest.forked(raises) == 1
+    assert vmguest.forked(lambda: os.kill(os.getpid(), signal.SIGKILL)) == -signal.SIGKILL
+
+
+def test_guests_of_both_cgroup_versions_run_side_by_side_and_land_in_one_store(tmp_path, monkeypatch, capfd):
+    # Emulated, a guest runs on one host thread: two guests (cgroup v2 and v1) boot at once, each from a
+    # child process (its own journal, cgroups and guardian); their runs land in the caller's store.
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+
+    def fake_run_vm(db, guest, shape_spec, run_args, suite, timeout_s, on_line):
+        (barrier / str(guest.cgroup_version)).touch()
+        deadline = time.monotonic() + 20
+        while len(list(barrier.iterdir())) < 2:  # the other guest started too: they run at once
+            assert time.monotonic() < deadline, "the guests ran one after the other"
+            time.sleep(0.01)
+        run_id = db.create_run({"placement": "pack", "isolation": "cgroup", "params": {}},
+                               {"cgroup": guest.cgroup_version}, "mosbench run")
+        if guest.cgroup_version == 1 and suite == "broken":
+            raise RuntimeError("QEMU would not start")
+        on_line("booted", 1.0)
+        return vm.SuiteRun(vm.GuestResult(0, 2.0, tmp_path, False),
+                           [{"name": "checks", "returncode": 0, "seconds": 1.0}], [run_id])
+
+    monkeypatch.setattr(vm, "run_vm", fake_run_vm)
+    guests = [vm.Guest(vm.parse_shape("1x2x1"), v, kernel=tmp_path / "vmlinuz") for v in (2, 1)]
+    for g in guests:
+        g.kvm = False
+    assert vm.side_by_side(guests)
+    db = Store(str(tmp_path / "s.sqlite"))
+    db.create_run({"placement": "pack", "isolation": "cgroup", "params": {}}, {}, "an earlier run")
+    done = vm.run_vms(db, guests, "1x2x1", None, "ci", 60, lambda line, t: print(line, flush=True))
+    assert [d.imported for d in done] == [[2], [3]] and all(d.passed("ci") for d in done)
+    assert [db.run(i)["environment"]["cgroup"] for i in (2, 3)] == [2, 1]
+    assert {"v2 booted", "v1 booted"} <= set(capfd.readouterr().out.splitlines())
+    for f in barrier.iterdir():
+        f.unlink()
+    with pytest.raises(UserError, match="the cgroup v1 guest failed: RuntimeError: QEMU would not start"):
+        vm.run_vms(db, guests, "1x2x1", None, "broken", 60, lambda line, t: None)
+    assert len(db.list_runs()) == 5  # what the failed guest had measured is kept, as is the other's
+    assert not list(Path("/var/tmp").glob("mosbench-runvms-*"))
+    assert not list(journal.state_dir().glob(f"run-{os.getpid()}.json"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,22 @@ from mosbench.errors import UserError
 from mosbench.machine.accounting import per_unit_us, server_seconds, shares
 from mosbench.workloads import registry
 from mosbench.workloads.base import MetricColumn, MetricFigure, ModelSpec, PointNote, Workload, base_variant, test_name
+
+
+@dataclass(frozen=True)
+class SeriesKey:
+    """One curve: a workload's test in one variant (its core counts are the curve's points; PointKey one)."""
+
+    workload: str
+    test: str
+    variant: str
+
+    @property
+    def name(self) -> str:
+        return f"{test_name(self.workload, self.test)} {self.variant}"
+
+    def at(self, cores: int) -> PointKey:
+        return PointKey(self.workload, self.test, self.variant, cores)
 
 
 @dataclass(frozen=True)
@@ -39,6 +56,10 @@ class PointKey:
 
     def text(self) -> str:
         return f"{self.name} {self.variant} at {self.cores} cores"
+
+    @property
+    def series(self) -> SeriesKey:
+        return SeriesKey(self.workload, self.test, self.variant)
 
 
 @dataclass(frozen=True)
@@ -129,6 +150,11 @@ class Series:
     def name(self) -> str:
         return test_name(self.workload, self.test)
 
+    @property
+    def key(self) -> SeriesKey:
+        """As labelled (a compared run's variant carries its label)."""
+        return SeriesKey(self.workload, self.test, self.variant)
+
     def point(self, cores: int) -> PointKey:
         return PointKey(self.workload, self.test, base_variant(self.variant), cores)
 
@@ -146,11 +172,18 @@ class Series:
         return idle if idle > BASELINE_IDLE_MAX else None
 
     def scalability(self) -> tuple[float, int] | None:
-        """Per-core throughput at the highest measured core count relative to one core (Figure 3)."""
-        cells = self.ok_cells()
-        if not cells or cells[0].cores != 1 or len(cells) < 2:
-            return None
-        return cells[-1].best / cells[0].best, cells[-1].cores
+        """The scaling ratio of the best trials (Figure 3), and the most cores."""
+        return scaling_ratio({c.cores: c.best for c in self.ok_cells()})
+
+
+def scaling_ratio(per_core: Mapping[int, float | None]) -> tuple[float, int] | None:
+    """The scaling ratio: a per-core figure (by core count) at the most cores over one core's, and the most
+    cores; None without a one-core count and another, or without a value (or a zero) at one of the two."""
+    if 1 not in per_core or len(per_core) < 2:
+        return None
+    most = max(per_core)
+    one, top = per_core[1], per_core[most]
+    return (top / one, most) if one and top is not None else None
 
 
 @functools.cache

@@ -13,8 +13,8 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass
 
-from mosbench.analysis.cells import Series, Trial
-from mosbench.analysis.profiles import Growth, Profile, growth
+from mosbench.analysis.cells import Series, SeriesKey, Trial
+from mosbench.analysis.profiles import BySeries, Growth, Profile, growth
 
 WORKLOAD = "commute"
 SCALES_AT = 0.9  # the issue's and COMMUTER's spirit: each side keeps 90% of its alone rate
@@ -155,13 +155,12 @@ def expected_profile(alone_a: Profile, alone_b: Profile, work_a: float, work_b: 
     return out
 
 
-def pair_growth(r: PairResult, profiles: dict[tuple[str, str, str], dict[int, Profile]],
-                pair_work: tuple[float, float] | None, top: int = 3) -> list[Growth]:
+def pair_growth(r: PairResult, profiles: BySeries, pair_work: tuple[float, float] | None, top: int = 3) -> list[Growth]:
     """The kernel functions whose time per operation grew most from alone to side by side; empty where
     the situation was not profiled at one core (both sides) and at the pair's cores."""
-    a = profiles.get((WORKLOAD, r.test, "a"), {}).get(1)
-    b = profiles.get((WORKLOAD, r.test, "b"), {}).get(1)
-    pair = profiles.get((WORKLOAD, r.test, "pair"), {}).get(r.cores)
+    a = profiles.get(SeriesKey(WORKLOAD, r.test, "a"), {}).get(1)
+    b = profiles.get(SeriesKey(WORKLOAD, r.test, "b"), {}).get(1)
+    pair = profiles.get(SeriesKey(WORKLOAD, r.test, "pair"), {}).get(r.cores)
     if not (a and b and pair and pair_work and sum(pair_work) > 0):
         return []
     # The split of the pair's work between its sides, applied to the work its profile was taken over.

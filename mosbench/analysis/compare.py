@@ -11,16 +11,14 @@ runs, a single difference of means says nothing.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
-import numpy as np
-
 from mosbench.analysis.cells import Cell, PointKey, Series, by_point
+from mosbench.analysis.significance import ALPHA, Compared, Difference, welch
 
-ALPHA = 0.05
 # What a reader must see first when two runs differ, in this order; everything else after, sorted.
 FIRST_KEYS = ("kernel", "kernel_version", "kernel_commit", "kernel_cmdline", "kernel_config", "cpu_model",
               "microcode", "topology_summary", "memory_bytes", "virtualization", "governor", "thp", "thp_defrag",
@@ -56,41 +54,63 @@ def environment_differences(environments: list[dict[str, Any]]) -> list[tuple[st
     return [(k, [f.get(k, "–") for f in flat]) for k in sorted(differing, key=order)]
 
 
+class Absence(StrEnum):
+    """Why a point has no trials to compare on one side."""
+
+    NOT_MEASURED = "not measured"
+    FAILED = "failed"
+    INTERFERED = "interfered (--include-interfered compares it)"
+
+
+class Side(StrEnum):
+    BASELINE = "baseline"
+    OTHER = "other run"
+
+
 @dataclass(frozen=True)
-class Change:
-    """One matched point: the baseline's and the other run's per-core throughputs, and the verdict."""
+class Missing:
+    """A side with nothing to compare, and why."""
+
+    side: Side
+    why: Absence
+
+    def text(self) -> str:
+        return f"{self.why} in the {self.side}"
+
+
+@dataclass(frozen=True)
+class Change(Compared):
+    """One point of two runs: the baseline's and the other run's per-core throughputs, and the verdict."""
 
     point: PointKey
     base: tuple[float, ...]  # per-core throughput of each trial that counts (Cell.counted)
     other: tuple[float, ...]
-    ratio: float | None  # mean(other) / mean(base)
-    low: float | None  # its 95% interval
-    high: float | None
-    p: float | None  # Welch's t-test; None where a side has fewer than two trials
-    note: str = ""
+    difference: Difference | None  # other against base; None where a side has nothing to compare
+    missing: Missing | None = None  # the side that has nothing, where one has
+    notes: tuple[str, ...] = ()  # what a reader should know of a compared point (one trial, interfered ones)
+
+    @property
+    def note(self) -> str:
+        return self.missing.text() if self.missing is not None else "; ".join(self.notes)
 
     @property
     def matched(self) -> bool:
         """Measured on both sides (ok, failed or interfered), so the row says something of both."""
-        return not self.note.startswith("not measured in the ")
-
-    @property
-    def significant(self) -> bool:
-        return self.p is not None and self.p < ALPHA
+        return self.missing is None or self.missing.why is not Absence.NOT_MEASURED
 
     @property
     def verdict(self) -> str:
-        if self.ratio is None:
+        if self.difference is None:
             return self.note
-        if self.p is None:
+        if self.difference.p is None:
             return "untested: " + self.note
-        if not self.significant:
+        if not self.difference.significant:
             return "no significant change"
-        return "faster" if self.ratio > 1 else "slower"
+        return "faster" if self.difference.ratio > 1 else "slower"
 
     def regressed(self, percent: float) -> bool:
         """Significantly slower than the baseline by more than `percent` (the mean's ratio, not its interval)."""
-        return self.significant and self.ratio is not None and self.ratio < 1 - percent / 100
+        return self.significant and self.difference is not None and self.difference.ratio < 1 - percent / 100
 
     def as_json(self) -> dict[str, Any]:
         k = self.point
@@ -98,41 +118,6 @@ class Change:
                 "base": list(self.base), "other": list(self.other), "ratio": self.ratio, "low": self.low,
                 "high": self.high, "p": self.p, "significant": self.significant, "verdict": self.verdict,
                 "note": self.note}
-
-
-def difference(base: list[float], other: list[float]) -> tuple[float, float | None, float | None, float | None]:
-    """mean(other) - mean(base), Welch's 95% interval for it and Welch's p-value: the one test of two sets of
-    trials (a throughput's, or a profile's function per unit of work: analysis/explain). With fewer than two
-    values a side there is no variance to test against: interval and p are None."""
-    a, b = np.asarray(base, dtype=float), np.asarray(other, dtype=float)
-    delta = float(b.mean() - a.mean())
-    if len(a) < 2 or len(b) < 2:
-        return delta, None, None, None
-    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-    se = math.sqrt(va + vb)
-    if se == 0:  # every value identical on both sides: any difference is certain, none is nothing
-        return delta, delta, delta, 1.0 if delta == 0 else 0.0
-    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
-    from scipy import stats  # here: history imports this module, and scipy.stats takes a second to import
-
-    half = float(stats.t.ppf(1 - ALPHA / 2, df)) * se
-    p = float(2 * stats.t.sf(abs(delta) / se, df))  # scipy's ttest_ind, without its warning on near-equal data
-    return delta, delta - half, delta + half, p
-
-
-def welch(base: list[float], other: list[float]) -> tuple[float, float | None, float | None, float | None]:
-    """Ratio of means, its 95% interval and Welch's p-value.
-
-    The interval is Welch's interval for the difference of means divided by the baseline's mean (the
-    baseline's own uncertainty is in the difference's standard error). With fewer than two trials a
-    side there is no variance to test against: interval and p are None.
-    """
-    ma = float(np.mean(base))
-    delta, low, high, p = difference(base, other)
-    ratio = (ma + delta) / ma
-    if low is None or high is None:
-        return ratio, None, None, None
-    return ratio, (ma + low) / ma, (ma + high) / ma, p
 
 
 def _usable(cell: Cell | None, include_interfered: bool) -> tuple[tuple[float, ...], int]:
@@ -152,17 +137,16 @@ def changes(base: list[Series], other: list[Series], include_interfered: bool = 
         ca, cb = a.get(key), b.get(key)
         (pa, left_a), (pb, left_b) = _usable(ca, include_interfered), _usable(cb, include_interfered)
         if not pa or not pb:
-            missing = "baseline" if not pa else "other run"
+            side = Side.BASELINE if not pa else Side.OTHER
             cell, left = (ca, left_a) if not pa else (cb, left_b)
-            why = ("not measured" if cell is None else
-                   "interfered (--include-interfered compares it)" if left else "failed")
-            out.append(Change(key, pa, pb, None, None, None, None, f"{why} in the {missing}"))
+            why = Absence.NOT_MEASURED if cell is None else Absence.INTERFERED if left else Absence.FAILED
+            out.append(Change(key, pa, pb, None, Missing(side, why)))
             continue
-        ratio, low, high, p = welch(list(pa), list(pb))
-        notes = [] if p is not None else [f"{min(len(pa), len(pb))} trial: give --trials 2 or more"]
+        d = welch(list(pa), list(pb))
+        notes = [] if d.p is not None else [f"{min(len(pa), len(pb))} trial: give --trials 2 or more"]
         if left_a or left_b:
             notes.append(f"{left_a + left_b} interfered trial{'s' if left_a + left_b > 1 else ''} left out")
-        out.append(Change(key, pa, pb, ratio, low, high, p, "; ".join(notes)))
+        out.append(Change(key, pa, pb, d, notes=tuple(notes)))
     return out
 
 
@@ -189,9 +173,10 @@ class Unmatched:
         return f"{self.points} point{'s' if self.points != 1 else ''} ({shown})"
 
 
-def unmatched(found: list[Change], side: str) -> Unmatched:
-    """The points of `side` ("baseline" or "other run") that the other side never measured."""
-    missing = [c for c in found if c.note == f"not measured in the {'other run' if side == 'baseline' else 'baseline'}"]
+def unmatched(found: list[Change], side: Side) -> Unmatched:
+    """The points of `side` that the other side never measured."""
+    other = Side.OTHER if side is Side.BASELINE else Side.BASELINE
+    missing = [c for c in found if c.missing == Missing(other, Absence.NOT_MEASURED)]
     tests = dict.fromkeys(c.point.name for c in missing)
     return Unmatched(len(missing), tuple(tests))
 

@@ -1,8 +1,8 @@
 """Whether two sides differ, for commands that can measure more until they know (ab, bisect).
 
-A point is decided when Welch's test says the sides differ (p < 0.05), or when the 95% interval of
-their ratio lies within ±precision of 1 (the same, as closely as was asked). Anything else is unsure:
-the caller adds trials until it is decided or its budget ends, and says which.
+A point is decided when its Difference is significant (they differ) or the same within ±precision (its
+whole interval, significance.Difference.same). Anything else is unsure: the caller adds trials until it is
+decided or its budget ends, and says which.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from mosbench.analysis.cells import PointKey
-from mosbench.analysis.compare import ALPHA, welch
+from mosbench.analysis.significance import Compared, Difference, welch
 
 
 class State(StrEnum):
@@ -21,14 +21,11 @@ class State(StrEnum):
 
 
 @dataclass(frozen=True)
-class Decision:
+class Decision(Compared):
     point: PointKey
     a: tuple[float, ...]  # per-core throughput of each trial that counts (Cell.counted)
     b: tuple[float, ...]
-    ratio: float | None  # mean(b) / mean(a)
-    low: float | None
-    high: float | None
-    p: float | None
+    difference: Difference | None  # b against a; None where a side has no trial
     state: State
 
     @property
@@ -36,24 +33,20 @@ class Decision:
         return self.point.text()
 
     def text(self) -> str:
-        if self.ratio is None:
+        d = self.difference
+        if d is None:
             return "not measured on both sides"
-        interval = f" [{self.low:.3f}, {self.high:.3f}]" if self.low is not None else ""
-        p = f", p {self.p:.2g}" if self.p is not None else ""
-        return f"{self.ratio:.3f}×{interval}{p} over {len(self.a)}+{len(self.b)} trials"
+        interval = f" [{d.low:.3f}, {d.high:.3f}]" if d.low is not None else ""
+        p = f", p {d.p:.2g}" if d.p is not None else ""
+        return f"{d.ratio:.3f}×{interval}{p} over {len(self.a)}+{len(self.b)} trials"
 
 
 def decide(point: PointKey, a: list[float], b: list[float], precision: float) -> Decision:
     if not a or not b:
-        return Decision(point, tuple(a), tuple(b), None, None, None, None, State.UNSURE)
-    ratio, low, high, p = welch(a, b)
-    if p is not None and p < ALPHA:
-        state = State.DIFFER
-    elif low is not None and high is not None and 1 - precision <= low and high <= 1 + precision:
-        state = State.SAME
-    else:
-        state = State.UNSURE
-    return Decision(point, tuple(a), tuple(b), ratio, low, high, p, state)
+        return Decision(point, tuple(a), tuple(b), None, State.UNSURE)
+    d = welch(a, b)
+    state = State.DIFFER if d.significant else State.SAME if d.same(precision) else State.UNSURE
+    return Decision(point, tuple(a), tuple(b), d, state)
 
 
 def decide_all(a: dict[PointKey, list[float]], b: dict[PointKey, list[float]],

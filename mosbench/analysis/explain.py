@@ -4,7 +4,7 @@ Kleen and Chen's chain of profiles (Exim spending 52.8% in a spin lock taken fro
 after a fix 29.5%) is how a kernel developer believes a number: what grew and what shrank, per caller.
 For one point (workload, test, variant, cores) measured in two runs A and B, every trial's profile is a
 replicate, so each quantity per unit of work has a mean a side and Welch's 95% interval for its change
-(compare.difference, the comparison's own test):
+(significance.difference, the comparison's own test):
 
 - CPU µs per unit by function, kernel and user frames, own time and inclusive, A → B; for each named
   function the nearest callers outside any lock (003's "spin lock from dput, dget");
@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mosbench.analysis.cells import PointKey, Series, build_series, counts, figures_for, workload_of
-from mosbench.analysis.compare import Change, Comparison, difference
+from mosbench.analysis.compare import Change, Comparison
 from mosbench.analysis.profiles import Profile, sides
+from mosbench.analysis.significance import difference
 from mosbench.analysis.verdict import kind_of
 from mosbench.workloads.base import base_variant, test_name
 
@@ -149,6 +150,7 @@ class Unprofiled:
     missing: tuple[str, ...]  # the labels of the sides without a profile
     commands: tuple[str, ...]
     runs: tuple[dict[str, Any], ...] = field(default=(), repr=False, compare=False)  # the sides' without one
+    kernels: tuple[str, str] | None = None  # where the sides ran different kernels: `ab` measures both
 
     def as_json(self) -> dict[str, Any]:
         k = self.point
@@ -277,16 +279,18 @@ def explain(key: PointKey, a_rows: Sequence[dict[str, Any]], b_rows: Sequence[di
                        Profile.of_points(kept[0]) or a[0], Profile.of_points(kept[1]) or b[0])
 
 
-def profile_command(run: dict[str, Any], keys: Sequence[PointKey]) -> str:
+def profile_command(run: dict[str, Any], keys: Sequence[PointKey], kernels: tuple[str, str] | None = None) -> str:
     """The command that measures these points of one run's workload again with a profile of every trial:
-    `mosbench ab … --profile` for a side an A/B comparison made (its guests' runs are profiled boot by
-    boot), else `mosbench run` with the run's own settings for these points."""
+    where the two sides ran different kernels, `mosbench ab` between them (`kernels`: A's and B's, as
+    `ab --kernel` takes them) with the run's settings; the stored `mosbench ab … --profile` for a side an
+    A/B comparison made (its guests' runs are profiled boot by boot); else `mosbench run` with the run's
+    own settings for these points."""
     sels = list(dict.fromkeys(test_name(k.workload, k.test) for k in keys))
-    if run["environment"].get("ab"):
+    if kernels is None and run["environment"].get("ab"):
         args = shlex.split(run["command"])
         return shlex.join([*args, "--profile", ",".join(sels)]) if "--profile" not in args else run["command"]
     plan = run["plan"]  # the stored plan's settings, read as any version wrote them
-    args = ["mosbench", "run", *sels, "--profile", ",".join(sels),
+    args = [*sels, "--profile", ",".join(sels),
             "--cores", ",".join(str(n) for n in sorted({k.cores for k in keys})),
             "--variant", ",".join(dict.fromkeys(base_variant(k.variant) for k in keys)),
             "--trials", str(max(plan.get("trials", 1), REPLICATES))]
@@ -296,16 +300,20 @@ def profile_command(run: dict[str, Any], keys: Sequence[PointKey]) -> str:
             args += [f"--{option}", f"{value:g}" if isinstance(value, float) else str(value)]
     for workload in dict.fromkeys(k.workload for k in keys):
         args += _params(workload, (plan.get("params") or {}).get(workload, {}))
-    return shlex.join(args)
+    head = ["mosbench", "run"] if kernels is None else ["mosbench", "ab", "--kernel", kernels[0], "--kernel",
+                                                         kernels[1]]
+    return shlex.join([*head, *args])
 
 
 def profile_commands(found: Iterable[Unprofiled]) -> list[str]:
-    """The fewest commands that profile every unprofiled side of these points: one per run and workload."""
-    grouped: dict[tuple[int, str], tuple[dict[str, Any], list[PointKey]]] = {}
+    """The fewest commands that profile every unprofiled side of these points: one per run and workload
+    (and pair of kernels)."""
+    grouped: dict[tuple[int, str, tuple[str, str] | None], tuple[dict[str, Any], list[PointKey]]] = {}
     for u in found:
         for run in u.runs:
-            grouped.setdefault((run["id"], u.point.workload), (run, []))[1].append(u.point)
-    return list(dict.fromkeys(profile_command(run, keys) for run, keys in grouped.values()))
+            grouped.setdefault((run["id"], u.point.workload, u.kernels), (run, []))[1].append(u.point)
+    return list(dict.fromkeys(profile_command(run, keys, kernels)
+                              for (_, _, kernels), (run, keys) in grouped.items()))
 
 
 def _params(workload: str, values: dict[str, Any]) -> list[str]:
@@ -323,16 +331,19 @@ def _params(workload: str, values: dict[str, Any]) -> list[str]:
 
 def point(key: PointKey, runs: tuple[dict[str, Any], dict[str, Any]],
           rows: tuple[Sequence[dict[str, Any]], Sequence[dict[str, Any]]], labels: tuple[str, str],
-          include_interfered: bool = False) -> Explanation | Unprofiled:
+          include_interfered: bool = False, kernels: tuple[str, str] | None = None) -> Explanation | Unprofiled:
     """One point of two stored runs (or two sides of runs pooled: rows from several runs each), explained,
-    or the command that would profile the side that is not."""
+    or the command that would profile the side that is not (`mosbench ab` between `kernels` where the
+    sides ran two: one command measures both)."""
     found = explain(key, rows[0], rows[1], labels, include_interfered)
     if found is not None:
         return found
     missing = [i for i, side in enumerate(rows) if not any(PointKey.of(r) == key and r.get("profile") for r in side)]
     missing = missing or [0, 1]  # profiled, but none of the profiled trials counts
-    commands = tuple(dict.fromkeys(profile_command(runs[i], [key]) for i in missing))
-    return Unprofiled(key, labels, tuple(labels[i] for i in missing), commands, tuple(runs[i] for i in missing))
+    commanded = [1] if kernels else missing  # B's settings: the newer measurement's
+    commands = tuple(dict.fromkeys(profile_command(runs[i], [key], kernels) for i in commanded))
+    return Unprofiled(key, labels, tuple(labels[i] for i in missing), commands, tuple(runs[i] for i in commanded),
+                      kernels)
 
 
 def comparison(found: Comparison, runs: Sequence[dict[str, Any]], rows: Sequence[Sequence[dict[str, Any]]],
@@ -354,12 +365,3 @@ def comparison(found: Comparison, runs: Sequence[dict[str, Any]], rows: Sequence
                 out.append(Explained(c, point(c.point, (runs[0], runs[i]), sides_rows, labels, include_interfered)))
     return out
 
-
-def between(db: Any, a_runs: Iterable[int], b_runs: Iterable[int], key: PointKey,
-            labels: tuple[str, str] = ("A", "B"), include_interfered: bool = False) -> Explanation | Unprofiled:
-    """One point explained from the store: the trials of runs a_runs (pooled) against those of b_runs, each
-    profiled trial a replicate. For history: the profiled runs nearest each side of a change."""
-    ids = (list(a_runs), list(b_runs))
-    rows = tuple([r for run_id in side for r in db.points(run_id, with_profiles=True, with_samples=False)
-                  if PointKey.of(r) == key] for side in ids)
-    return point(key, (db.run(ids[0][-1]), db.run(ids[1][0])), rows, labels, include_interfered)

@@ -43,11 +43,12 @@ from typing import Any
 
 import numpy as np
 
-from mosbench.analysis.cells import counts
+from mosbench.analysis.cells import SeriesKey, counts, scaling_ratio
+from mosbench.analysis.significance import CONFIDENCE, Difference, Replicates
 from mosbench.errors import UserError
 from mosbench.workloads.base import test_name
 
-ALPHA = 0.05  # one comparison's: a core count's own test across a change, and the 95% intervals
+# One comparison's level (significance.ALPHA) is a core count's own test across a change, and the 95% intervals.
 # The family's: the chance that a machine's history shows any false change. One false alarm in a hundred
 # nights: at 0.05 two machine modes that happened to cluster made 3.5% of unchanged 60-series stores show
 # one (benchmarks/history_vs_otava.py).
@@ -72,28 +73,29 @@ RAMP_PENALTY = 5
 TRANSIENT_FACTS = ("harness_scheduling", "profiling", "merged_from", "ab", "bisect", "hostname")
 
 
-# scipy.stats takes a second or two to import: brought in on the first test a history makes, so a
-# command that has none to make (a short history, --help) starts without it.
+# The distributions' functions straight from scipy.special, which scipy.stats.t and kstwobign call for these
+# (the same floats): scipy.stats takes three times as long to import, a second of a `show` or a short
+# `history`. Imported on the first test a history makes, so a command that has none to make starts without it.
 def t_two_sided(t: float, df: float) -> float:
     """P(|T| >= |t|) for Student's t with df degrees of freedom."""
-    from scipy import stats
+    from scipy.special import stdtr
 
-    return float(2 * stats.t.sf(abs(t), df))
+    return float(2 * stdtr(df, -abs(t)))
 
 
 @functools.lru_cache(maxsize=4096)
 def t_quantile(level: float, df: float) -> float:
     """The t that a two-sided interval of confidence `level` reaches (level 0.95: the 97.5% quantile)."""
-    from scipy import stats
+    from scipy.special import stdtrit
 
-    return float(stats.t.ppf(0.5 + level / 2, df))
+    return float(stdtrit(df, 0.5 + level / 2))
 
 
 def kolmogorov_tail(x: float) -> float:
     """P(sup |B(t)| >= x) for a Brownian bridge B: Kolmogorov's limiting distribution's upper tail."""
-    from scipy import stats
+    from scipy.special import kolmogorov
 
-    return float(stats.kstwobign.sf(x))
+    return float(kolmogorov(x))
 
 
 class Order(Enum):
@@ -139,19 +141,6 @@ def machine_of(env: dict[str, Any]) -> Machine:
     return Machine(str(env.get("hostname") or "?"), str(env.get("topology_summary") or "?"))
 
 
-@dataclass(frozen=True)
-class SeriesKey:
-    """One curve of one test: a workload's test in one variant (its core counts are the curve's points)."""
-
-    workload: str
-    test: str
-    variant: str
-
-    @property
-    def name(self) -> str:
-        return f"{test_name(self.workload, self.test)} {self.variant}"
-
-
 @dataclass
 class PointSeries:
     """One point over the runs: the usable trials' per-core throughputs of each run, in the history's order
@@ -167,20 +156,6 @@ class PointSeries:
 
     def means(self) -> list[float | None]:
         return [statistics.fmean(t) if t else None for t in self.trials]
-
-
-@dataclass(frozen=True)
-class Difference:
-    """Two sides of a boundary compared: ratio of means (after/before) with its 95% interval and p."""
-
-    ratio: float
-    low: float | None
-    high: float | None
-    p: float | None
-    replicates: str  # "runs" or "trials": what the test's samples were
-
-    def significant(self, alpha: float = ALPHA) -> bool:
-        return self.p is not None and self.p < alpha
 
 
 class Shape(Enum):
@@ -224,8 +199,8 @@ class Shift:
         return max(self.changes, key=lambda c: c.cores).difference.ratio
 
     def moved(self) -> dict[int, Difference]:
-        """The core counts whose own test across the same runs says they moved (unadjusted p < ALPHA)."""
-        return {c: d for c, d in sorted(self.by_cores.items()) if d.significant()}
+        """The core counts whose own test across the same runs says they moved (significant, unadjusted)."""
+        return {c: d for c, d in sorted(self.by_cores.items()) if d.significant}
 
     def kind(self) -> Kind:
         counts = sorted(self.by_cores)
@@ -440,11 +415,11 @@ def _difference(a: np.ndarray, b: np.ndarray, floor: float, floor_df: float) -> 
         parts.append((variance / len(side), df))
     se2 = sum(v for v, _ in parts)
     if se2 == 0:
-        return Difference(mb / ma, mb / ma, mb / ma, 1.0 if ma == mb else 0.0, "runs")
+        return Difference(mb / ma, mb / ma, mb / ma, 1.0 if ma == mb else 0.0, Replicates.RUNS)
     df = se2 * se2 / sum(v * v / d for v, d in parts)
     se = math.sqrt(se2)
-    half = t_quantile(1 - ALPHA, df) * se
-    return Difference(mb / ma, (mb - half) / ma, (mb + half) / ma, t_two_sided((mb - ma) / se, df), "runs")
+    half = t_quantile(CONFIDENCE, df) * se
+    return Difference(mb / ma, (mb - half) / ma, (mb + half) / ma, t_two_sided((mb - ma) / se, df), Replicates.RUNS)
 
 
 def cusum(values: np.ndarray, sigma: float) -> float:
@@ -585,9 +560,9 @@ class _Fit:
         spread2 = max(float(rss[i]) / max(1, m - 4), self.sigma**2)
         df = max(1, m - 4) if spread2 > self.sigma**2 else max(1, self.n - 2)
         se = math.sqrt(spread2 * (suu[i] + sww[i] + 2 * suw[i]) / det[i])
-        half = t_quantile(1 - ALPHA, df) * se
+        half = t_quantile(CONFIDENCE, df) * se
         f, g = float(first[i]), float(last[i])
-        d = Difference(g / f, (g - half) / f, (g + half) / f, t_two_sided((g - f) / se, df), "runs (a drift)")
+        d = Difference(g / f, (g - half) / f, (g + half) / f, t_two_sided((g - f) / se, df), Replicates.DRIFT)
         p = min(1.0, max((d.p if d.p is not None else 1.0) * choices, cusum(y, self.sigma)))
         return float(rss[i]) / self.sigma**2, _Ramp(lo, lo + int(pairs[i, 0]), lo + int(pairs[i, 1]), hi, d, p)
 
@@ -683,7 +658,7 @@ def _settle_drifts(fits: list[_Fit]) -> None:
                 edges = fit.edges()
                 lo, hi = edges[inside[0]], edges[inside[-1] + 2]
                 del fit.bounds[inside[0]:inside[-1] + 1]
-                fit.ramps.append(_Ramp(lo, lo, lo, hi, Difference(1.0, None, None, None, ""), 1.0))
+                fit.ramps.append(_Ramp(lo, lo, lo, hi, Difference(1.0, None, None, None, Replicates.DRIFT), 1.0))
             for i, r in enumerate(fit.ramps):
                 a = next((x for x in range(r.lo, r.hi) if fit.measured[x] >= start), r.lo)
                 b = next((x for x in range(r.lo, r.hi) if fit.measured[x] >= end), r.hi - 1)
@@ -802,22 +777,20 @@ def _drift_at(series: PointSeries, first: int, start: int, end: int, last: int, 
     inverse = np.linalg.inv(design.T @ design)
     se = math.sqrt(spread2 * float(inverse[0, 0] + inverse[1, 1] - 2 * inverse[0, 1]))
     if se == 0:
-        return Difference(g / f, g / f, g / f, 1.0 if f == g else 0.0, "runs (a drift)")
-    half = t_quantile(1 - ALPHA, df) * se
-    return Difference(g / f, (g - half) / f, (g + half) / f, t_two_sided((g - f) / se, df), "runs (a drift)")
+        return Difference(g / f, g / f, g / f, 1.0 if f == g else 0.0, Replicates.DRIFT)
+    half = t_quantile(CONFIDENCE, df) * se
+    return Difference(g / f, (g - half) / f, (g + half) / f, t_two_sided((g - f) / se, df), Replicates.DRIFT)
 
 
 def _scaling(series: list[PointSeries], before: range, after: range) -> tuple[float, float] | None:
-    """Per-core throughput at the most cores over one core's, on each side (every run's trials pooled)."""
-    by_cores = {s.cores: s for s in series}
-    if 1 not in by_cores or len(by_cores) < 2:
-        return None
-    one, most = by_cores[1], by_cores[max(by_cores)]
+    """The scaling ratio on each side (every run's trials pooled)."""
+    most = max(s.cores for s in series)
+    ends = {s.cores: s for s in series if s.cores in (1, most)}
 
     def ratio(span: range) -> float | None:
-        a = [x for i in span for x in one.trials[i]]
-        b = [x for i in span for x in most.trials[i]]
-        return statistics.fmean(b) / statistics.fmean(a) if a and b else None
+        pooled = {cores: [x for i in span for x in s.trials[i]] for cores, s in ends.items()}
+        found = scaling_ratio({cores: statistics.fmean(t) if t else None for cores, t in pooled.items()})
+        return found[0] if found else None
 
     before, after_ = ratio(before), ratio(after)
     return (before, after_) if before is not None and after_ is not None else None
@@ -838,19 +811,25 @@ def point_series(runs: list[RunInfo], rows: Iterable[tuple], selections: list[st
     """(run_id, workload, test, variant, cores, per-core throughput, ok, interfered) rows as series, each
     run's trials those that count (cells.counts: ok, not interfered)."""
     index = {r.id: i for i, r in enumerate(runs)}
-    trials: dict[tuple[SeriesKey, int], list[list[float]]] = {}
+    # A store of 500 runs holds 100,000 rows: a test's selection is decided once, and a key made per series.
+    chosen: dict[tuple[str, str], bool] = {}
+    trials: dict[tuple[str, str, str, int], list[list[float]]] = {}
     for run_id, workload, test, variant, cores, per_core, ok, interfered in rows:
         i = index.get(run_id)
         if i is None or per_core is None or not counts(ok, interfered):
             continue
-        if selections and not selected(workload, test, selections):
-            continue
-        key = (SeriesKey(workload, test, variant), cores)
-        slots = trials.get(key)
+        if selections:
+            wanted = chosen.get((workload, test))
+            if wanted is None:
+                wanted = chosen[workload, test] = selected(workload, test, selections)
+            if not wanted:
+                continue
+        slots = trials.get((workload, test, variant, cores))
         if slots is None:
-            slots = trials[key] = [[] for _ in runs]
+            slots = trials[workload, test, variant, cores] = [[] for _ in runs]
         slots[i].append(per_core)
-    out = [PointSeries(key, cores, [tuple(t) for t in slots]) for (key, cores), slots in trials.items()]
+    out = [PointSeries(SeriesKey(workload, test, variant), cores, [tuple(t) for t in slots])
+           for (workload, test, variant, cores), slots in trials.items()]
     out.sort(key=lambda s: (s.key.workload, s.key.test, s.key.variant, s.cores))
     return out
 
@@ -909,7 +888,7 @@ def bisect_target(h: History) -> BisectTarget | None:
             continue
         at_boundary = [s for s in h.shifts if s.after == shift.after]
         tests = dict.fromkeys(test_name(s.key.workload, s.key.test) for s in at_boundary)
-        cores = sorted({c for s in at_boundary for c, d in s.by_cores.items() if d.significant()}
+        cores = sorted({c for s in at_boundary for c, d in s.by_cores.items() if d.significant}
                        | {c.cores for s in at_boundary for c in s.changes})
         return BisectTarget(before.commit, after.commit, tuple(tests), ",".join(map(str, cores)))
     return None

@@ -31,7 +31,8 @@ from scipy.optimize import least_squares
 
 from mosbench.analysis import scaling
 from mosbench.analysis.cells import Series, own_models
-from mosbench.workloads.base import base_variant
+from mosbench.analysis.significance import CONFIDENCE
+from mosbench.workloads.base import ModelSpec, base_variant
 
 Kind = Literal["ticket", "scalable"]
 PARAMS = 3  # a, s and c
@@ -130,13 +131,19 @@ class LockParams:
         return _collapse_of(totals(self.a, self.s, self.c, self.kind, grid)[None, :], grid)[0]
 
 
+# The name scale/lock declares this model by (workloads' models_for, ModelSpec).
+NAME = "lock"
+
+
 @dataclass(frozen=True)
 class Fit:
+    """The lock model fitted to a series' trials, or given by its parameters alone (no trials: `given`)."""
+
     params: LockParams
     cores: tuple[int, ...]  # of each trial fitted
     measured: tuple[float, ...]  # its acquisitions/s/core
     rms_log_error: float
-    note: str = ""
+    note: str = ""  # what the fit had to assume (a par_ns past the measured iteration)
     ci: dict[str, tuple[float, float]] = field(default_factory=dict)  # 95% intervals of a, s and c
     ci_method: str = ""
     draws: tuple[tuple[float, float, float], ...] = ()  # each bootstrap round's (a, s, c)
@@ -146,8 +153,12 @@ class Fit:
     undetermined: str = ""
     holdout: scaling.Holdout | None = None
 
-    # What scaling's table and figure read of any fitted model.
-    model = "lock"
+    model = NAME
+
+    @property
+    def given(self) -> bool:
+        """From parameters alone, measured nowhere."""
+        return not self.cores
 
     @property
     def label(self) -> str:
@@ -191,7 +202,11 @@ class Fit:
     def describe(self) -> str:
         p = self.params
         return "; ".join(filter(None, [f"a {p.a:.0f} ns outside, s {p.s:.0f} ns inside, c {p.c:.1f} ns a handoff",
-                                       self.note, self.undetermined]))
+                                       self.remark(), self.undetermined]))
+
+    def remark(self) -> str:
+        """The note a table shows: "given" for a model from parameters alone, else what the fit assumed."""
+        return "given" if self.given else self.note
 
     def as_json(self, cores: list[int]) -> dict[str, Any]:
         p, top = self.params, max(self.cores, default=1)
@@ -203,7 +218,7 @@ class Fit:
                 "rounds": len(self.draws),
                 "peak": None if peak is None else scaling.interval_json(peak, self.peak_interval(up_to), top),
                 "undetermined": self.undetermined or None, "predictions": scaling.predictions_json(self, cores),
-                "holdout": self.holdout.as_json() if self.holdout else None, "note": self.note or None}
+                "holdout": self.holdout.as_json() if self.holdout else None, "note": self.remark() or None}
 
 
 @dataclass(frozen=True)
@@ -289,7 +304,7 @@ def _outside(problem: _Problem, log_y: np.ndarray, x: np.ndarray, most: float, s
     dof = len(log_y) - PARAMS
     if dof < 1:
         return float(grid[0]), float(grid[-1])
-    kept = grid[sse - sse.min() <= sse.min() / dof * stats.f.ppf(scaling.CONFIDENCE, 1, dof)]
+    kept = grid[sse - sse.min() <= sse.min() / dof * stats.f.ppf(CONFIDENCE, 1, dof)]
     return float(kept.min()), float(kept.max())
 
 
@@ -352,6 +367,12 @@ def fit(cores: list[int], per_core: list[float], a: float, kind: Kind, s_min: fl
                ci, "trials" if scaling.by_trials(trials) else "residuals", tuple(draws), tuple(spread), why, held)
 
 
+def fit_spec(spec: ModelSpec, s: Series, a_min: float | None = None) -> Fit | None:
+    """The model as a workload declares it for a series (its parameters: a no less than the run's par_ns, or
+    a_min where given, s than its cs_ns, and the kinds of lock its variants are)."""
+    return fit_series(s, a_min or spec.params["a"], spec.params["s_min"], spec.params["kinds"])
+
+
 def fit_series(s: Series, a: float, s_min: float, kinds: dict[str, Kind]) -> Fit | None:
     """The model fitted to one series (every ok trial of each core count); None for a variant that is not
     a lock the model knows (kinds, the workload's: the pthread mutex is neither)."""
@@ -369,15 +390,14 @@ def fit_run(series: list[Series], run_params: dict[str, dict[str, Any]], a_min: 
     fits = {}
     for s in series:
         for spec in own_models(s, run_params.get(s.workload, {})):
-            if spec.name == "lock" and (f := fit_series(s, a_min or spec.params["a"], spec.params["s_min"],
-                                                        spec.params["kinds"])) is not None:
+            if spec.name == NAME and (f := fit_spec(spec, s, a_min)) is not None:
                 fits[s.variant] = f
     return fits
 
 
 def given(a: float, s: float, c: float) -> dict[str, Fit]:
     """Both kinds of lock from parameters alone, measured nowhere."""
-    return {kind: Fit(LockParams(a, s, c, kind), (), (), 0.0, "given") for kind in ("ticket", "scalable")}
+    return {kind: Fit(LockParams(a, s, c, kind), (), (), 0.0) for kind in ("ticket", "scalable")}
 
 
 def core_axis(up_to: int) -> list[int]:

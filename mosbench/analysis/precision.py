@@ -10,7 +10,10 @@ import math
 import statistics
 from dataclasses import dataclass
 
-CONFIDENCE = 0.95
+from mosbench.analysis.significance import CONFIDENCE
+
+# --trials auto's target when --precision is not given: ±2% of the mean.
+DEFAULT_PRECISION = 0.02
 
 
 def relative_half_width(values: list[float]) -> float | None:

@@ -11,6 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mosbench.analysis.cells import SeriesKey
+
 KERNEL = "_[k]"  # the suffix of a kernel frame in a folded stack
 IDLE_COMMS = ("swapper",)
 C2C_LINES = 10  # shared cache lines kept when trials are added up
@@ -198,13 +200,18 @@ def growth(low: Profile, high: Profile, top: int = 12) -> list[Growth]:
     return sorted(rows, key=lambda g: g.change_us, reverse=True)[:top]
 
 
-def by_series(points: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[int, Profile]]:
-    """Each (workload, test, variant)'s profiles by core count, the ok trials' added up."""
-    grouped: dict[tuple[str, str, str], dict[int, list[dict[str, Any]]]] = {}
+# A run's profiles: by series, then by core count.
+BySeries = dict[SeriesKey, dict[int, Profile]]
+
+
+def by_series(points: list[dict[str, Any]]) -> BySeries:
+    """Each series' profiles by core count, the ok trials' added up."""
+    grouped: dict[SeriesKey, dict[int, list[dict[str, Any]]]] = {}
     for p in points:
         if p["status"] == "ok" and p.get("profile"):
-            grouped.setdefault((p["workload"], p["test"], p["variant"]), {}).setdefault(p["cores"], []).append(p)
-    out: dict[tuple[str, str, str], dict[int, Profile]] = {}
+            key = SeriesKey(p["workload"], p["test"], p["variant"])
+            grouped.setdefault(key, {}).setdefault(p["cores"], []).append(p)
+    out: BySeries = {}
     for key, by_cores in grouped.items():
         found = {n: prof for n, pts in by_cores.items() if (prof := Profile.of_points(pts)) is not None}
         if found:

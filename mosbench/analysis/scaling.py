@@ -40,11 +40,11 @@ import numpy as np
 from scipy import stats
 from scipy.optimize import OptimizeWarning, curve_fit
 
+from mosbench.analysis.significance import ALPHA, CONFIDENCE, welch
+
 MODELS = ("amdahl", "usl")
 PARAMS = {"amdahl": ("lam", "sigma"), "usl": ("lam", "sigma", "kappa")}
 BOOTSTRAP_ROUNDS = 100
-CONFIDENCE = 0.95
-ALPHA = 0.05  # a fall in per-core throughput is told from the trials' spread at this level (compare.py's)
 # New measurements drawn about each bootstrap curve: a band's tails of 100 curves alone would rest on 2 or 3.
 NOISE_DRAWS = 50
 # An interval's end past this many times the most cores measured is no bound: it reads "or more".
@@ -268,9 +268,7 @@ def fall_p(per_core: dict[int, list[float]], log_residuals: np.ndarray, params: 
     counts = sorted(per_core)
     a, b = per_core[counts[0]], per_core[counts[-1]]
     if len(a) >= 2 and len(b) >= 2:
-        from mosbench.analysis.compare import welch
-
-        return welch(a, b)[3]
+        return welch(a, b).p
     dof = len(log_residuals) - params
     if dof < 1:
         return None

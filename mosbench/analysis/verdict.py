@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mosbench.analysis.cells import BASELINE_IDLE_MAX, Cell, Series
-from mosbench.analysis.profiles import KERNEL, Profile, growth
+from mosbench.analysis.profiles import KERNEL, BySeries, Profile, growth
 
 SCALES = 0.9  # per-core throughput at the most cores over the fewest, from which a curve scales
 DOMINANT = 0.6  # share of the loss that makes one part the main one beyond doubt
@@ -354,13 +354,12 @@ def _idle(grown, kernel_grew, user_grew, low_p, high_p, client_bound, evidence) 
                            "wait or too little load", False
 
 
-def judge_all(series: list[Series], profiles: dict[tuple[str, str, str], dict[int, Profile]],
-              no_profile: str = RUN_WITH_PROFILE) -> list[Verdict]:
-    """A verdict for every curve; profiles by (workload, test, variant) as the series name them."""
+def judge_all(series: list[Series], profiles: BySeries, no_profile: str = RUN_WITH_PROFILE) -> list[Verdict]:
+    """A verdict for every curve; profiles by series as labelled."""
     out = []
     for s in series:
         cells = s.ok_cells()
         judged = [t.metrics for t in (cells[-1].trials if cells else []) if "client_bound" in t.metrics]
         bound = sum(bool(m["client_bound"]) for m in judged) > len(judged) / 2 if judged else None
-        out.append(judge(s, profiles.get((s.workload, s.test, s.variant)), bound, no_profile))
+        out.append(judge(s, profiles.get(s.key), bound, no_profile))
     return out

@@ -27,11 +27,15 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from mosbench.analysis.cells import PointKey
+from mosbench.analysis import explain
+from mosbench.analysis.cells import PointKey, counted_by_point
+from mosbench.analysis.compare import Change
 from mosbench.analysis.decide import Decision, State, decide
+from mosbench.analysis.significance import welch
 from mosbench.errors import UserError
 from mosbench.guest import ab
 from mosbench.guest.kernels import IMAGE_IN_TREE, Kernel
+from mosbench.store.db import Store
 from mosbench.workloads.base import cache_root
 
 
@@ -136,6 +140,9 @@ class Builder:
 
     def subject(self, commit: str) -> str:
         return git(self.src, "log", "-1", "--format=%s", commit)
+
+    def parent(self, commit: str) -> str:
+        return git(self.src, "rev-parse", f"{commit}^")
 
 
 class Verdict(StrEnum):
@@ -251,3 +258,43 @@ def run(booter: ab.Booter, builder: Builder, good: str, bad: str, first_rounds: 
                 raise UserError(f"git bisect {final} in {builder.src}: {said}")
     finally:
         git(builder.src, "bisect", "reset", check=False)
+
+
+def measured(outcome: Outcome) -> dict[str, list[int]]:
+    """Each commit the bisection booted (the ends and every step) and its boots' runs."""
+    out: dict[str, list[int]] = {}
+    for side in outcome.ends.sides:
+        if side.kernel.commit:
+            out.setdefault(side.kernel.commit, []).extend(side.runs)
+    for step in outcome.steps:
+        out.setdefault(step.commit, []).extend(step.runs)
+    return out
+
+
+def explained(db: Store, outcome: Outcome, builder: Builder) -> list[explain.Explained]:
+    """The first bad commit against its parent, on each point where the ends differ: their boots' profiles
+    set against each other (every boot's profiled trials replicates, with --profile among the run options),
+    or the `mosbench ab` between their two kernels that would profile them. Nothing where there is no first
+    bad commit, or its parent was never booted (git bisect named it from a merge's other side)."""
+    if outcome.first_bad is None:
+        return []
+    bad = outcome.first_bad
+    parent = builder.parent(bad)
+    booted = measured(outcome)
+    if not (booted.get(parent) and booted.get(bad)):
+        return []
+    run_ids = (booted[parent], booted[bad])
+    rows = tuple([r for run_id in side for r in db.points(run_id, with_profiles=True, with_samples=False)]
+                 for side in run_ids)
+    samples = [counted_by_point(side) for side in rows]
+    runs = (db.run(run_ids[0][-1]), db.run(run_ids[1][-1]))
+    kernels = (str(builder.image_dir(parent) / "bzImage"), str(builder.image_dir(bad) / "bzImage"))
+    labels = (parent[:12], bad[:12])
+    out = []
+    for key in outcome.points:
+        base, other = samples[0].get(key), samples[1].get(key)
+        if not (base and other):
+            continue
+        change = Change(key, tuple(base), tuple(other), welch(base, other))
+        out.append(explain.Explained(change, explain.point(key, runs, rows, labels, kernels=kernels)))
+    return out

@@ -140,6 +140,35 @@ def missing_tools() -> list[str]:
     return missing
 
 
+# Set by the commands that boot guests themselves (one label per boot, the guest's own store).
+GUEST_OWNS = ("--store", "--resume", "--label", "--no-wait", "--commit")
+
+
+def refuse_owned_options(run_args: tuple[str, ...]) -> None:
+    """A guest's `mosbench run` options may not set what each guest's run sets for itself."""
+    for a in run_args:
+        if a.split("=")[0] in GUEST_OWNS:
+            raise UserError(f"{a.split('=')[0]} is set by mosbench for each guest's run; leave it out")
+
+
+def require_tools() -> None:
+    """Refuses, saying what to install, where this machine cannot boot a guest."""
+    if missing := missing_tools():
+        raise UserError("cannot boot a guest: missing " + "; ".join(missing))
+
+
+def host_sized_shape(spec: str | None) -> Shape:
+    """A/B and bisection guests: as many vCPUs as this machine has CPUs unless told (one socket), so
+    under KVM every vCPU has a host CPU of its own."""
+    return parse_shape(spec or f"1x{min(len(os.sched_getaffinity(0)), MAX_VCPUS)}x1")
+
+
+def timeout_s(suite: str | None, minutes: float | None) -> float:
+    """How long `mosbench vm`'s guest may take before it is stopped: `minutes` where given, else 240 min
+    for the full suite and 20 for the ci suite or a selection."""
+    return 60 * (minutes or (240 if suite == "full" else 20))
+
+
 def kvm_boots() -> bool:
     """Whether to ask for KVM. Where /dev/kvm is missing or the CPU has no virtualization flags (a
     nested guest whose hypervisor hides them), QEMU stops on "failed to set MSR 0x10a" with QEMU's
@@ -210,7 +239,7 @@ class Guest:
         """Boots, runs guest_command(share) (the share is at the same path in the guest), calls keep(share)
         before the share is removed; whatever happens, no QEMU, cgroup or scratch is left."""
         journal = Journal()
-        guardian.start(journal.path)
+        watcher = guardian.start(journal.path)
         share = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}vm-", dir="/var/tmp"))
         journal.add_dir(share)
         os.chmod(share, 0o755)
@@ -245,6 +274,7 @@ class Guest:
             journal.remove_dir(share)
             if journal.is_clean():
                 journal.close()
+                guardian.stop(watcher)
 
     @staticmethod
     def _stream(proc: subprocess.Popen, start: float, timeout_s: float,
@@ -294,6 +324,114 @@ class SuiteRun:
     result: GuestResult
     steps: list[dict[str, Any]]  # the guest's outcome.json: each step's name, returncode and seconds
     imported: list[int]  # the guest's runs, as this store's ids
+
+    def passed(self, suite: str | None) -> bool:
+        """Every step succeeded and a suite reached its last step, the checks (a guest that ended early
+        has none after the one it was in)."""
+        return not any(s["returncode"] for s in self.steps) and not (
+            suite and (not self.steps or self.steps[-1]["name"] != "checks"))
+
+
+def run_vm(db: Store, guest: Guest, shape_spec: str, run_args: list[str] | None, suite: str | None,
+           timeout_s: float, on_line: Callable[[str, float], None]) -> SuiteRun:
+    """`mosbench vm`: one run of `run_args`, labelled with the guest's kernel, or else the suite."""
+    if run_args is not None:
+        kernel = guest.kernel_info.release if guest.kernel_info else guest.kernel.name
+        return run_selection(db, guest, run_args, f"vm {kernel}", timeout_s, on_line)
+    assert suite is not None
+    return run_suite(db, guest, shape_spec, suite, timeout_s, on_line)
+
+
+def side_by_side(guests: list[Guest]) -> bool:
+    """Whether these guests can boot at once without slowing each other: emulated, each runs its vCPUs on
+    one host thread (thread=single), so as many as this machine has CPUs fit; under KVM every vCPU wants
+    a host CPU of its own, so they take turns."""
+    return len(guests) > 1 and not any(g.kvm for g in guests) and len(guests) <= len(os.sched_getaffinity(0))
+
+
+def run_vms(db: Store, guests: list[Guest], shape_spec: str, run_args: list[str] | None, suite: str | None,
+            timeout_s: float, on_line: Callable[[str, float], None]) -> list[SuiteRun]:
+    """run_vm in each guest (the same suite under each cgroup version): side by side where they fit
+    (side_by_side), each booted by a child process of its own, else one after the other. Each guest's
+    lines are marked with its cgroup version; its runs land in db as if it had been booted alone."""
+    if len(guests) == 1:
+        return [run_vm(db, guests[0], shape_spec, run_args, suite, timeout_s, on_line)]
+    if not side_by_side(guests):
+        return [run_vm(db, g, shape_spec, run_args, suite, timeout_s, _marked(on_line, g)) for g in guests]
+    journal = Journal()
+    watcher = guardian.start(journal.path)
+    results = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}vms-", dir="/var/tmp"))
+    journal.add_dir(results)
+    children: list[int] = []
+    try:
+        for n, g in enumerate(guests):
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child leaves by os._exit
+                code = 1
+                try:
+                    own = Store(str(results / f"{n}.sqlite"))
+                    done = run_vm(own, g, shape_spec, run_args, suite, timeout_s, _marked(on_line, g))
+                    (results / f"{n}.json").write_text(json.dumps({
+                        "returncode": done.result.returncode, "seconds": done.result.elapsed_s,
+                        "timed_out": done.result.timed_out, "steps": done.steps}))
+                    code = 0
+                except BaseException as e:  # said by the parent, which finds no result
+                    with contextlib.suppress(Exception):
+                        (results / f"{n}.error").write_text(f"{type(e).__name__}: {e}")
+                finally:
+                    with contextlib.suppress(Exception):
+                        sys.stdout.flush()
+                    os._exit(code)
+            children.append(pid)
+            journal.add_proc(pid)  # should we be killed, the guardian ends them and theirs their guests
+        for pid in list(children):
+            os.waitpid(pid, 0)
+            children.remove(pid)
+            journal.remove_proc(pid)
+        done: list[SuiteRun] = []
+        failures: list[str] = []
+        for n, g in enumerate(guests):
+            # Every guest's runs are kept, those of one that failed part-way too.
+            imported: list[int] = []
+            if (results / f"{n}.sqlite").exists():
+                own = Store(str(results / f"{n}.sqlite"))
+                imported = [db.import_run(own, r["id"]) for r in sorted(own.list_runs(), key=lambda r: r["id"])]
+                own.engine.dispose()
+            outcome = results / f"{n}.json"
+            if not outcome.exists():
+                error = results / f"{n}.error"
+                failures.append(f"the cgroup v{g.cgroup_version} guest failed: "
+                                f"{error.read_text() if error.exists() else 'its process died'}")
+                continue
+            got = json.loads(outcome.read_text())
+            done.append(SuiteRun(GuestResult(got["returncode"], got["seconds"], results, got["timed_out"]),
+                                 got["steps"], imported))
+        if failures:
+            raise UserError("; ".join(failures))
+        return done
+    except KeyboardInterrupt:
+        raise  # a terminal's Ctrl-C reached each child too, and each stops its own guest
+    except BaseException:
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGINT)  # an interrupt lets each child stop its guest
+        raise
+    finally:
+        for pid in children:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+            journal.remove_proc(pid)
+        shutil.rmtree(results, ignore_errors=True)
+        journal.remove_dir(results)
+        if journal.is_clean():
+            journal.close()
+            guardian.stop(watcher)
+
+
+def _marked(on_line: Callable[[str, float], None], guest: Guest) -> Callable[[str, float], None]:
+    return lambda line, elapsed: on_line(f"v{guest.cgroup_version} {line}", elapsed)
 
 
 def run_suite(db: Store, guest: Guest, shape_spec: str, suite: str, timeout_s: float,

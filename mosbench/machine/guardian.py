@@ -19,7 +19,7 @@ from mosbench.machine import journal
 
 
 def start(journal_path: Path) -> subprocess.Popen:
-    """Starts the guardian of this process's run; it needs no stopping (it ends when we do)."""
+    """Starts the guardian of this process's run; it ends when we do, or at stop() once the run is clean."""
     return subprocess.Popen(
         [sys.executable, "-m", "mosbench.machine.guardian", str(journal_path), str(os.getpid()),
          str(journal.process_start_time(os.getpid()))],
@@ -27,6 +27,14 @@ def start(journal_path: Path) -> subprocess.Popen:
         start_new_session=True,  # not in the harness's session: a terminal's Ctrl-C or hang-up spares it
         close_fds=True,
     )
+
+
+def stop(guardian: subprocess.Popen) -> None:
+    """Ends the guardian of a run that finished cleanly (its journal removed): it would only have waited
+    for this process to end, and a process that runs several sweeps (a test session, the guest's suite)
+    would gather one per run."""
+    guardian.terminate()
+    guardian.wait()
 
 
 def watch(journal_path: Path, owner: int, owner_start: int | None) -> list[str]:

@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from mosbench.analysis import commute
-from mosbench.analysis.cells import Series
+from mosbench.analysis.cells import Series, SeriesKey
 from mosbench.analysis.profiles import Profile
 from mosbench.report.rows import Column, TableModel, grade
 from mosbench.units import si
@@ -99,7 +99,7 @@ def not_scaling_table(series: list[Series], found: list[commute.PairResult],
         text = "; ".join(f"{g.function} {g.low_us:.2f}→{g.high_us:.2f}" for g in grew) if grew else (
             "not profiled (run with --profile commute)")
         t.add([r.test, str(r.cores), _ratio(r.worst), text,
-               _shared_lines(profiles.get((commute.WORKLOAD, r.test, "pair"), {}).get(r.cores))],
+               _shared_lines(profiles.get(SeriesKey(commute.WORKLOAD, r.test, "pair"), {}).get(r.cores))],
               cell_styles={2: grade(r.worst or 0.0)})
     return t
 

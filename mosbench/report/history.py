@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mosbench.analysis import history
-from mosbench.analysis.history import FAMILY_ALPHA, Difference, History, Kind, PointSeries, SeriesKey, Shape, Shift
+from mosbench.analysis.cells import SeriesKey, scaling_ratio
+from mosbench.analysis.history import FAMILY_ALPHA, History, Kind, PointSeries, Shape, Shift
+from mosbench.analysis.significance import Difference
 from mosbench.report.rows import Column, TableModel, p_value
 from mosbench.store.db import Store
 from mosbench.units import plain, si
@@ -87,7 +89,7 @@ def series_table(h: History) -> TableModel:
         for i, s in enumerate(shown):
             lo, hi = _levels(s)
             moved = [(shift, d) for shift in shifts.get(key, [])
-                     if (d := shift.by_cores.get(s.cores)) is not None and d.significant()]
+                     if (d := shift.by_cores.get(s.cores)) is not None and d.significant]
             # One change a line: the cell stays narrow however many there are.
             t.add([key.name if i == 0 else "", str(s.cores), sparkline(s.means(), marks), si(lo), si(hi),
                    "\n".join(f"{_percent(d.ratio)} {_runs(h, shift)}" for shift, d in moved) or "–"],
@@ -325,8 +327,9 @@ def series_figure(h: History, key: SeriesKey, shown: list[PointSeries]) -> Figur
         xs = [i for i, t in enumerate(s.trials) if t]
         ax.plot(xs, [statistics.fmean(s.trials[i]) for i in xs], marker="o", markersize=3,
                 label=f"{s.cores} core{'s' if s.cores != 1 else ''}")
-        for i in xs:
-            ax.plot([i] * len(s.trials[i]), s.trials[i], ".", color="grey", markersize=2, alpha=0.5)
+        # Every trial as one artist: one a run made 1,000 of them in a 500-run figure, most of its time.
+        ax.plot([i for i in xs for _ in s.trials[i]], [x for i in xs for x in s.trials[i]], ".", color="grey",
+                markersize=2, alpha=0.5)
     for shift in h.shifts:
         if shift.key == key and shift.shape is Shape.DRIFT:
             ax.axvspan(shift.before, shift.after, color="red", alpha=0.1)
@@ -353,7 +356,8 @@ def heatmap_figure(h: History) -> Figure | None:
         if len(shown) < 2 or shown[0].cores != 1:
             continue
         one, most = shown[0].means(), shown[1].means()
-        rows.append([m / o if m is not None and o else np.nan for o, m in zip(one, most, strict=True)])
+        rows.append([r[0] if (r := scaling_ratio({1: o, shown[1].cores: m})) else np.nan
+                     for o, m in zip(one, most, strict=True)])
         labels.append(f"{key.name} ({shown[1].cores}/1)")
     if not rows:
         return None

@@ -30,12 +30,12 @@ ENV_KEYS = ("hostname", "kernel", "kernel_version", "kernel_cmdline", "arch", "c
             "mosbench_commit", "harness_scheduling")
 
 
-def _profiles(group: list[analysis.Series], found: dict, files: Path, stem: str) -> list[dict[str, Any]]:
+def _profiles(group: list[analysis.Series], found: profiles.BySeries, files: Path, stem: str) -> list[dict[str, Any]]:
     """Per variant with profiles at two core counts or more: the differential table and flame graph
     from the fewest cores to the most."""
     out = []
     for s in group:
-        by_cores = found.get((s.workload, s.test, s.variant), {})
+        by_cores = found.get(s.key, {})
         if not by_cores:
             continue
         low, high = min(by_cores), max(by_cores)
@@ -151,8 +151,8 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
     files = output.parent / f"{output.stem}_files"
     series: list[analysis.Series] = []
     per_run: list[list[analysis.Series]] = []
-    per_run_profiles: list[dict[tuple[str, str, str], dict[int, profiles.Profile]]] = []
-    found_profiles: dict[tuple[str, str, str], dict[int, profiles.Profile]] = {}  # by series, as labelled
+    per_run_profiles: list[profiles.BySeries] = []
+    found_profiles: profiles.BySeries = {}  # by series, as labelled
     failures: list[dict[str, Any]] = []
     labels = compare.run_labels(runs)
     every_run: list[list[dict[str, Any]]] = []  # each run's points, for the explanations of what changed
@@ -163,8 +163,9 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
         series.extend(analysis.build_series(pts, label if several else None))
         per_run.append(analysis.build_series(pts))
         per_run_profiles.append(profiles.by_series(pts))
-        for (w, t, v), by_cores in per_run_profiles[-1].items():
-            found_profiles[(w, t, f"{v} ({label})" if several else v)] = by_cores
+        for key, by_cores in per_run_profiles[-1].items():
+            found_profiles[analysis.SeriesKey(key.workload, key.test, f"{key.variant} ({label})") if several
+                           else key] = by_cores
         failures.extend({"run": label, "name": test_name(p["workload"], p["test"]),
                          "variant": p["variant"], "cores": p["cores"], "trial": p["trial"], "cpus": p["cpus"],
                          "reason": p["reason"], "logs": (p.get("logs") or "")[-4000:]}

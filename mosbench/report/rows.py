@@ -420,7 +420,7 @@ def lock_model_table(fits: dict, up_to: int) -> TableModel:
         held, style = holdout_cell(f)
         row = [name, p.kind, f"{p.a:.0f}", f"{p.s:.0f}", f"{p.c:.1f}", f"{f.rms_log_error:.1%}" if f.cores else "–",
                *at, collapse if collapse in ("none", "cannot tell") else f"at {collapse}", held,
-               "; ".join(filter(None, [f.note, f.undetermined]))]
+               "; ".join(filter(None, [f.remark(), f.undetermined]))]
         t.add(row, cell_styles={len(row) - 2: style} if style else {})
     return t
 
@@ -449,7 +449,7 @@ def change_table(base: str, other: str, found: list) -> TableModel:
     """Each matched point: both runs' mean per-core throughput ± its spread over n trials, the ratio
     with its 95% interval and Welch's p; styled only where the change is significant."""
     from mosbench.analysis.cells import workload_of
-    from mosbench.analysis.compare import ALPHA
+    from mosbench.analysis.significance import ALPHA
 
     t = TableModel(f"{other} against {base}: mean per-core throughput, ratio {other}/{base} "
                    f"[95% interval], flagged where Welch's t-test gives p < {ALPHA}",
@@ -490,42 +490,31 @@ def comparison_tables(found) -> list[TableModel]:
     points it shares with the baseline, with one line for what either side holds alone. Runs that share no
     point with it are not compared (a table of "not measured" rows says nothing): one table says what each
     run holds, and the report shows them side by side in their own sections."""
-    from mosbench.analysis.compare import unmatched
+    from mosbench.analysis.compare import Side, unmatched
 
     base = found.labels[0]
     if not found.shares_any():
         t = TableModel(f"The runs share no point (test, variant and cores) with {base}: each is reported in its "
                        "own sections, not compared", [Column("run", left=True), Column("holds", left=True)])
         for i, label in enumerate(found.labels):
-            side = unmatched(found.changes[0], "baseline" if i == 0 else "other run") if found.changes else None
-            held = side if i == 0 or i == 1 else unmatched(found.changes[i - 1], "other run")
+            side = unmatched(found.changes[0], Side.BASELINE if i == 0 else Side.OTHER) if found.changes else None
+            held = side if i == 0 or i == 1 else unmatched(found.changes[i - 1], Side.OTHER)
             t.add([label, held.text() if held else "–"])
         return [t]
     tables = [environment_table(found.labels, found.differences)]
     for other, changes in zip(found.labels[1:], found.changes, strict=True):
         if not any(c.matched for c in changes):
             t = TableModel(f"{other} shares no point with {base}: not compared", [Column("holds", left=True)])
-            t.add([unmatched(changes, "other run").text()])
+            t.add([unmatched(changes, Side.OTHER).text()])
             tables.append(t)
             continue
         t = change_table(base, other, [c for c in changes if c.matched])
-        alone = [f"{label}: {u.text()}" for label, u in ((base, unmatched(changes, "baseline")),
-                                                           (other, unmatched(changes, "other run"))) if u.points]
+        alone = [f"{label}: {u.text()}" for label, u in ((base, unmatched(changes, Side.BASELINE)),
+                                                           (other, unmatched(changes, Side.OTHER))) if u.points]
         if alone:
             t.note = "Measured in one run only, not compared: " + "; ".join(alone)
         tables.append(t)
     return tables
-
-
-def regression_lines(regressed: list, percent: float) -> list[str]:
-    """`compare --fail-on-regression`'s verdict: a REGRESSION line for each point of compare.regressions
-    (label, Change) and how many, or that there is none."""
-    if not regressed:
-        return [f"no point is significantly slower than the baseline by more than {percent:g}%"]
-    return [*(f"REGRESSION {label}: {c.point.text()}: {c.ratio:.3f}× the baseline [{c.low:.3f}, {c.high:.3f}], "
-              f"p {p_value(c.p)}" for label, c in regressed),
-            f"{len(regressed)} point{'s' if len(regressed) != 1 else ''} significantly slower than the baseline by "
-            f"more than {percent:g}%"]
 
 
 def bisect_table(steps: list) -> TableModel:

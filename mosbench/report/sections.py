@@ -19,7 +19,7 @@ from mosbench.analysis import baseline, commute, verdict
 from mosbench.analysis.cells import Series, group_by_test, workload_of
 from mosbench.analysis.explain import Explained
 from mosbench.analysis.history import History
-from mosbench.analysis.profiles import Profile
+from mosbench.analysis.profiles import BySeries
 from mosbench.report import commute as commute_report
 from mosbench.report import filesystems, network, rows, webmethod, whatchanged
 from mosbench.report import history as history_report
@@ -27,7 +27,7 @@ from mosbench.report.network import NetworkGroup
 from mosbench.report.plots import file_stem
 from mosbench.report.rows import TableModel
 
-Profiles = dict[tuple[str, str, str], dict[int, Profile]]
+Profiles = BySeries
 
 
 def curves(series: list[Series]) -> list[Series]:

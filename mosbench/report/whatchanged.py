@@ -1,6 +1,6 @@
 """What changed between runs, as tables and sentences: each significant change's explanation
-(analysis/explain), built once for `mosbench compare`, `ab` and the report's "What changed" section, and
-the differential flame graph of B against A for the report.
+(analysis/explain), built once for `mosbench compare`, `ab`, `bisect`, `history` (analysis/explain_history)
+and the report's "What changed" section, and the differential flame graph of B against A for the report.
 """
 
 from __future__ import annotations
@@ -9,15 +9,19 @@ import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from markupsafe import Markup
 
 from mosbench.analysis import explain
 from mosbench.analysis.explain import REPLICATES, Delta, Explained, Explanation, FunctionDelta, Unprofiled
+from mosbench.analysis.history import Shape
 from mosbench.report import flamegraph
-from mosbench.report.plots import file_stem
-from mosbench.report.rows import Column, TableModel
+from mosbench.report.rows import Column, TableModel, p_value
 from mosbench.units import plain
+
+if TYPE_CHECKING:
+    from mosbench.analysis.explain_history import HistoryExplained
 
 TERMINAL_TOP = 5  # functions a list the terminal shows (--json: all)
 REPORT_TOP = 12
@@ -31,12 +35,24 @@ def _interval(d: Delta) -> str:
     return "–" if d.low is None or d.high is None else f"{_signed(d.low)} … {_signed(d.high)}"
 
 
-def heading(found: Explained) -> str:
+def heading(found: Explained | HistoryExplained) -> str:
     """The change in one line: the point, the sides, the ratio with its interval."""
+    if not isinstance(found, Explained):
+        return _history_heading(found)
     c = found.change
     a, b = found.found.labels
     interval = f" [{c.low:.3f}–{c.high:.3f}]" if c.low is not None and c.high is not None else ""
     return f"{c.point.text()}: {c.verdict}, {b}/{a} {c.ratio:.3f}{interval} per-core throughput"
+
+
+def _history_heading(found: HistoryExplained) -> str:
+    """A history's change in one line: the point, the boundary, the ratio of the levels with its interval."""
+    d = found.change.difference
+    drift = " (a drift)" if found.shift.shape is Shape.DRIFT else ""
+    interval = f" [{d.low:.3f}–{d.high:.3f}]" if d.low is not None and d.high is not None else ""
+    return (f"{found.point.text()}: {'faster' if d.ratio > 1 else 'slower'} from {found.before.name} to "
+            f"{found.after.name}{drift}, {d.ratio:.3f}×{interval} per-core throughput, p adj. "
+            f"{p_value(found.change.p_adjusted)}")
 
 
 def _both_ways(found: list[FunctionDelta], change: Callable[[FunctionDelta], float],
@@ -100,6 +116,8 @@ def lines(e: Explanation) -> list[str]:
         out.append(f"CPU time per {e.unit} did not change; the named functions moved {_signed(e.attributed)} µs")
     else:
         rest = e.cpu.change - e.attributed
+        if abs(rest) < 1e-9 * abs(e.cpu.change):
+            rest = 0.0  # the sums' rounding, not a figure: "+0.000000000000000444 µs" says nothing
         out.append(f"The named functions account for {e.share:.0%} of the measured change in CPU time per {e.unit} "
                    f"({_signed(e.attributed)} of {_signed(e.cpu.change)} µs); {_signed(rest)} µs "
                    f"({1 - e.share:.0%}) not attributed")
@@ -114,13 +132,13 @@ def lines(e: Explanation) -> list[str]:
 class Block:
     """One explained change as both outputs show it: its heading, its table and its lines."""
 
-    found: Explained
+    found: Explained | HistoryExplained  # a comparison's change (compare, ab, bisect) or a history's
     heading: str
     table: TableModel
     lines: tuple[str, ...]
 
 
-def blocks(found: list[Explained], top: int | None = TERMINAL_TOP) -> list[Block]:
+def blocks(found: Sequence[Explained | HistoryExplained], top: int | None = TERMINAL_TOP) -> list[Block]:
     return [Block(x, heading(x), table(x.found, top), tuple(lines(x.found)))
             for x in found if isinstance(x.found, Explanation)]
 
@@ -134,7 +152,7 @@ class Unexplained:
     commands: tuple[str, ...]
 
 
-def unexplained(found: list[Explained]) -> Unexplained | None:
+def unexplained(found: Sequence[Explained | HistoryExplained]) -> Unexplained | None:
     missing = [x.found for x in found if isinstance(x.found, Unprofiled)]
     if not missing:
         return None
@@ -165,6 +183,9 @@ def flame(e: Explanation) -> str | None:
 def flames(found: Sequence[Block], files: Path) -> list[Markup | None]:
     """Each block's differential flame graph for the page (None where it has no frame), each also written to
     files as <test>_<variant>_<cores>_<B>_vs_<A>_flame.svg."""
+    # plots imports matplotlib (most of a second): the report's alone, not `history`'s and `compare`'s text.
+    from mosbench.report.plots import file_stem
+
     out: list[Markup | None] = []
     for b in found:
         e = b.found.found

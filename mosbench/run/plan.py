@@ -8,7 +8,9 @@ from typing import Any
 
 from mosbench.analysis import precision
 from mosbench.analysis.cells import PointKey, counted_by_point
+from mosbench.analysis.precision import DEFAULT_PRECISION
 from mosbench.errors import UserError
+from mosbench.machine import interference
 from mosbench.workloads import registry
 from mosbench.workloads.base import test_name
 
@@ -29,6 +31,8 @@ class TrialKey(PointKey):
 
 @dataclass
 class Plan:
+    """A run's plan; its defaults are `mosbench run`'s (the command's options read them here)."""
+
     selections: list[tuple[str, str]]  # (workload, test); test "" for a workload without tests
     variants: dict[str, list[str]]  # per workload
     cores: list[int]
@@ -43,12 +47,12 @@ class Plan:
     profile: list[str] = field(default_factory=list)
     # A point whose CPUs other programs used for more than this share of its CPU time is interfered
     # (machine/interference.py), and measured again up to retry_interfered times.
-    max_interference: float = 0.02
+    max_interference: float = interference.DEFAULT_THRESHOLD
     retry_interfered: int = 0
     # --trials auto[:MAX]: `trials` first, then more, a round at a time, for every point whose 95%
     # interval is wider than ±precision of its mean, up to trials_max. 0: exactly `trials`.
     trials_max: int = 0
-    precision: float = 0.02
+    precision: float = DEFAULT_PRECISION
 
     @property
     def auto(self) -> bool:

@@ -1,17 +1,21 @@
 """How a run starts: a new plan from what the user asked for, or a stored one to finish, checked the
 same way on this machine before anything is made, then the run's row (new or reopened).
 
-What was asked is checked in two parts: `check`, what any machine would refuse (selections, variants,
-parameters, what to profile), which every command that runs `mosbench run` (vm, ab and bisect, for
-their guests) goes through before it boots anything; and `validate`, what this machine must hold
+What was asked is checked in two parts: `check_request`, what any machine would refuse (selections,
+variants, parameters, what to profile), which every command that runs `mosbench run` (vm, ab and bisect,
+for their guests) goes through before it boots anything; and `check_machine`, what this machine must hold
 (core counts, memory, isolation, perf), which a guest checks of its own."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from mosbench.analysis.precision import DEFAULT_PRECISION
 from mosbench.errors import UserError
+from mosbench.launch.processes import harness_priority
 from mosbench.machine import environment
 from mosbench.machine import placement as placing
 from mosbench.machine.isolation import preflight
@@ -21,6 +25,11 @@ from mosbench.run.plan import Plan, TrialKey
 from mosbench.store.db import Store
 from mosbench.workloads import registry
 from mosbench.workloads.base import test_name
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from mosbench.run.sweep import Outcome
 
 
 @dataclass(frozen=True)
@@ -41,7 +50,24 @@ class Request:
     max_interference: float
     retry_interfered: int
     trials_max: int = 0  # --trials auto:MAX
-    precision: float = 0.02
+    precision: float = DEFAULT_PRECISION
+
+
+def request(options: Mapping[str, Any]) -> Request:
+    """`mosbench run`'s options (its click parameters, by name) as the run they ask for."""
+    params = list(options["params"])
+    # The client options are the server workloads' parameters: stored with the plan, so --resume has them.
+    for name, option in (("client_hosts", "clients"), ("server_address", "server_address"),
+                         ("ssh_config", "ssh_config")):
+        if value := options[option]:
+            params.append(f"{name}={Path(value).resolve() if name == 'ssh_config' else value}")
+    first, most, precision = trials(options["trials_spec"], options["precision"])
+    return Request(
+        selections=list(options["selections"]), cores=options["cores"], variants=options["variants"], trials=first,
+        warmup=options["warmup"], duration=options["duration"], interval=options["interval"],
+        placement=options["placement"], isolation=options["isolation"], params=params, profiling=options["profiling"],
+        max_interference=options["max_interference"] / 100, retry_interfered=options["retry_interfered"],
+        trials_max=most, precision=precision)
 
 
 def trials(spec: str, precision_percent: float | None) -> tuple[int, int, float]:
@@ -50,11 +76,11 @@ def trials(spec: str, precision_percent: float | None) -> tuple[int, int, float]
     first, most = plan.parse_trials(spec)
     if precision_percent is not None and not most:
         raise UserError("--precision is the target of --trials auto; give --trials auto with it")
-    return first, most, (2.0 if precision_percent is None else precision_percent) / 100
+    return first, most, DEFAULT_PRECISION if precision_percent is None else precision_percent / 100
 
 
 @dataclass(frozen=True)
-class Checked:
+class Resolved:
     """A request's names resolved: what the plan is made of."""
 
     selections: list[tuple[str, str]]
@@ -63,7 +89,7 @@ class Checked:
     profile: list[str]
 
 
-def check(req: Request) -> Checked:
+def check_request(req: Request) -> Resolved:
     """What any machine would refuse of a request: its selections (and their workloads' software), variants,
     parameters (each workload's own checks) and what to profile."""
     chosen = plan.resolve_selections(req.selections)
@@ -71,11 +97,11 @@ def check(req: Request) -> Checked:
     params = plan.resolve_params(chosen, req.params)
     for wname, values in params.items():
         registry.get(wname).check_params(values)  # before fill_params: a guest's run fills them for its CPUs
-    return Checked(chosen, variants, params, plan.resolve_profile(chosen, req.profiling))
+    return Resolved(chosen, variants, params, plan.resolve_profile(chosen, req.profiling))
 
 
 def new_plan(req: Request, topo: Topology) -> Plan:
-    asked = check(req)
+    asked = check_request(req)
     cores = placing.parse_core_counts(req.cores, topo, req.placement)
     for wname, values in asked.params.items():
         registry.get(wname).fill_params(values, max(cores))
@@ -87,7 +113,7 @@ def new_plan(req: Request, topo: Topology) -> Plan:
         max_interference=req.max_interference, retry_interfered=req.retry_interfered,
         trials_max=req.trials_max, precision=req.precision,
     )
-    validate(the_plan, topo)
+    check_machine(the_plan, topo)
     return the_plan
 
 
@@ -98,11 +124,11 @@ def stored_plan(db: Store, ref: str, topo: Topology) -> tuple[dict[str, Any], Pl
     if previous["status"] == "complete":
         raise UserError(f"run {previous['id']} is already complete")
     the_plan = Plan.from_json(previous["plan"])
-    validate(the_plan, topo)
+    check_machine(the_plan, topo)
     return previous, the_plan
 
 
-def validate(the_plan: Plan, topo: Topology) -> None:
+def check_machine(the_plan: Plan, topo: Topology) -> None:
     """Everything a run needs of this machine, its software and its parameters, before it exists."""
     for wname in dict.fromkeys(w for w, _ in the_plan.selections):
         w = registry.get(wname)
@@ -146,8 +172,13 @@ def _counts(cores: list[int]) -> str:
     return "cores " + ",".join(map(str, cores))
 
 
-def create(db: Store, the_plan: Plan, topo: Topology, command: str, label: str | None) -> int:
-    return db.create_run(the_plan.to_json(), environment.capture(topo), command, label)
+def create(db: Store, the_plan: Plan, topo: Topology, command: str, label: str | None,
+           kernel_commit: str | None = None) -> int:
+    """A new run's row, with this machine's environment and the kernel's commit where the user gave it."""
+    run_id = db.create_run(the_plan.to_json(), environment.capture(topo), command, label)
+    if kernel_commit:
+        db.note_environment(run_id, kernel_commit=kernel_commit)
+    return run_id
 
 
 def reopen(db: Store, previous: dict[str, Any]) -> tuple[int, set[TrialKey]]:
@@ -156,3 +187,33 @@ def reopen(db: Store, previous: dict[str, Any]) -> tuple[int, set[TrialKey]]:
     skip = {TrialKey(*row) for row in db.done_keys(run_id)}
     db.reopen_run(run_id)
     return run_id, skip
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A run made or reopened, and what it has left to measure."""
+
+    run_id: int
+    skip: set[TrialKey]  # the trials it has
+    left: list[TrialKey]
+    minutes: float  # about how long `left` takes
+    most_minutes: float | None  # with --trials auto, if every point takes the most trials
+
+
+def opened(the_plan: Plan, run_id: int, skip: set[TrialKey]) -> Opened:
+    left = [k for k in the_plan.points() if k not in skip]
+    seconds = the_plan.seconds(left)
+    most = seconds * the_plan.trials_max / the_plan.trials / 60 if the_plan.auto else None
+    return Opened(run_id, skip, left, seconds / 60, most)
+
+
+def measure(db: Store, the_plan: Plan, topo: Topology, run: Opened, console: Console) -> Outcome:
+    """The sweep of what the run has left, at the harness's scheduling priority; how it was measured (that
+    priority, the profiler) is recorded with the run's environment."""
+    from mosbench.run.sweep import Sweep  # the sweep pulls in rich's live display; keep `list` fast
+
+    with harness_priority() as scheduling:
+        db.note_environment(run.run_id, harness_scheduling=scheduling)
+        if the_plan.profile:
+            db.note_environment(run.run_id, profiling=profiler.describe())
+        return Sweep(db, the_plan, topo, console).run(run.run_id, run.skip)

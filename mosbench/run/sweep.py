@@ -102,7 +102,7 @@ class Sweep:
         stop = _StopSignals()
         journal = Journal()
         journal.set_run(self.store.url, run_id)
-        guardian.start(journal.path)
+        watcher = guardian.start(journal.path)
         isolator: Isolator | None = None
         scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{run_id}-", dir=_scratch_parent()))
         journal.add_dir(scratch)
@@ -172,6 +172,7 @@ class Sweep:
                 pass
             if journal.is_clean() and journal.data.get("run") is None:
                 journal.close()
+                guardian.stop(watcher)
             stop.restore()
         return Outcome(status, measured, failed, interfered)
 

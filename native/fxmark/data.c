@@ -54,8 +54,7 @@ static int drbl_init(struct micro_task *t)
 	return init_private_block(t, "n_file_rd.dat");
 }
 
-MICRO_TEST(DRBL, .description = "read a block of a private file (pread, 4 KiB)", .init = drbl_init,
-	   .run = run_pread);
+FX_TEST(DRBL, drbl_init, .description = "read a block of a private file (pread, 4 KiB)", .run = run_pread);
 
 /* DRBM: every task reads the first block of its own 8 MiB region of one shared file. */
 static int drbm_prepare(void *shared, const char *workdir, unsigned ntasks)
@@ -69,8 +68,9 @@ static int drbm_init(struct micro_task *t)
 	return init_shared(t, "n_shfile_rd.dat", FX_REGION);
 }
 
-MICRO_TEST(DRBM, .description = "read a private block of a shared file (each task its own 8 MiB region)",
-	   .prepare = drbm_prepare, .init = drbm_init, .run = run_pread);
+FX_TEST(DRBM, drbm_init,
+	   .description = "read a private block of a shared file (each task its own 8 MiB region)",
+	   .prepare = drbm_prepare, .run = run_pread);
 
 /* DRBH: every task reads the same block of one shared file. */
 static int drbh_prepare(void *shared, const char *workdir, unsigned ntasks)
@@ -85,8 +85,8 @@ static int drbh_init(struct micro_task *t)
 	return init_shared(t, "n_shblk_rd.dat", 0);
 }
 
-MICRO_TEST(DRBH, .description = "read the same block of a shared file", .prepare = drbh_prepare,
-	   .init = drbh_init, .run = run_pread);
+FX_TEST(DRBH, drbh_init, .description = "read the same block of a shared file", .prepare = drbh_prepare,
+	   .run = run_pread);
 
 /* DWOL: overwrite the one block of the task's own file. */
 static int dwol_init(struct micro_task *t)
@@ -94,7 +94,7 @@ static int dwol_init(struct micro_task *t)
 	return init_private_block(t, "n_blk_wrt.dat");
 }
 
-MICRO_TEST(DWOL, .description = "overwrite a block of a private file (pwrite, 4 KiB)", .init = dwol_init,
+FX_TEST(DWOL, dwol_init, .description = "overwrite a block of a private file (pwrite, 4 KiB)",
 	   .run = run_pwrite);
 
 /* DWOM: every task overwrites the first block of its own region of one shared file (the inode's lock). */
@@ -109,8 +109,9 @@ static int dwom_init(struct micro_task *t)
 	return init_shared(t, "n_mtime_upt.dat", FX_REGION);
 }
 
-MICRO_TEST(DWOM, .description = "overwrite a private block of a shared file (each task its own 8 MiB region)",
-	   .prepare = dwom_prepare, .init = dwom_init, .run = run_pwrite);
+FX_TEST(DWOM, dwom_init,
+	   .description = "overwrite a private block of a shared file (each task its own 8 MiB region)",
+	   .prepare = dwom_prepare, .run = run_pwrite);
 
 /*
  * DWAL: append a block to the task's own file (block allocation). The file grows without limit, as
@@ -142,7 +143,7 @@ static void dwal_run(struct micro_task *t)
 	fx_stop(t);
 }
 
-MICRO_TEST(DWAL, .description = "append a block to a private file (block allocation)", .init = dwal_init,
+FX_TEST(DWAL, dwal_init, .description = "append a block to a private file (block allocation)",
 	   .run = dwal_run);
 
 /*
@@ -178,7 +179,7 @@ static void dwtl_run(struct micro_task *t)
 	fx_stop(t);
 }
 
-MICRO_TEST(DWTL, .description = "truncate a private file by a block", .init = dwtl_init, .run = dwtl_run);
+FX_TEST(DWTL, dwtl_init, .description = "truncate a private file by a block", .run = dwtl_run);
 
 /* DWSL: overwrite the one block of the task's own file and fsync it (the journal's commit). */
 static int dwsl_init(struct micro_task *t)
@@ -196,5 +197,4 @@ static void dwsl_run(struct micro_task *t)
 	}
 }
 
-MICRO_TEST(DWSL, .description = "overwrite a block of a private file and fsync it", .init = dwsl_init,
-	   .run = dwsl_run);
+FX_TEST(DWSL, dwsl_init, .description = "overwrite a block of a private file and fsync it", .run = dwsl_run);

@@ -14,10 +14,11 @@
  * "<root>/<task>", FxMark's "<root>/<worker>".
  *
  * Pools are FxMark's: made before the start gate, as FxMark's pre_work makes them (until the file system
- * is full, or for the run's length), and never made again. A task whose pool runs out (its files all
- * unlinked or moved, its file truncated to one block) or whose file system is full (ENOSPC) stops there,
- * as FxMark's worker does, and publishes when it stopped beside its count, so the harness divides its
- * work by the time it worked, FxMark's works over its worker's seconds:
+ * is full, or for the run's length), written back before it as FxMark syncs before its start (FX_TEST),
+ * and never made again. A task whose pool runs out (its files all unlinked or moved, its file truncated
+ * to one block) or whose file system is full (ENOSPC) stops there, as FxMark's worker does, and
+ * publishes when it stopped beside its count, so the harness divides its work by the time it worked,
+ * FxMark's works over its worker's seconds:
  *
  *   slot word 0   the count (micro_count)
  *   slot word 1   CLOCK_MONOTONIC nanoseconds the task stopped at; 0 while it works
@@ -180,6 +181,33 @@ static inline int fx_make_shared_file(const char *workdir, const char *name, uin
 	free(block);
 	return err;
 }
+
+/*
+ * FxMark's first worker calls sync() once every worker's pre_work is done, just before the start:
+ * without it the pools filled before the gate (DWTL, MWUL, MWUM, MRD*, MWRM) are still dirty when the
+ * window opens, and their writeback (on ext4, the journal's checkpoints) can land on the window's
+ * operations. Here each task writes back the file system it works in after its own init, so once the
+ * last is ready everything made before the gate is written. syncfs, not sync: the state of the measured
+ * file system is the same, and a point does not wait on the machine's other disks.
+ */
+static inline int fx_syncfs(const char *workdir)
+{
+	int fd = open(workdir, O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return errno;
+	int err = syncfs(fd) ? errno : 0;
+	close(fd);
+	return err;
+}
+
+/* An operation's testcase: init_fn, then fx_syncfs, before the start gate. */
+#define FX_TEST(id, init_fn, ...)                                    \
+	static int id##_ready(struct micro_task *t)                  \
+	{                                                            \
+		int err = init_fn(t);                                \
+		return err ? err : fx_syncfs(t->workdir);            \
+	}                                                            \
+	MICRO_TEST(id, .init = id##_ready, __VA_ARGS__)
 
 /*
  * The task's pool ran out or its file system is full: it stops, as FxMark's worker does, and says when,

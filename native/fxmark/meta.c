@@ -40,7 +40,7 @@ static void mrpl_run(struct micro_task *t)
 	}
 }
 
-MICRO_TEST(MRPL, .description = "path resolution: stat a private file five levels down", .init = mrpl_init,
+FX_TEST(MRPL, mrpl_init, .description = "path resolution: stat a private file five levels down",
 	   .run = mrpl_run);
 
 /* Makes the directories (levels 0 .. DEPTH - 2) and files (level DEPTH - 1) below path, which holds len bytes. */
@@ -123,10 +123,11 @@ static void mrph_run(struct micro_task *t)
 	mrp_shared_run(t, true);
 }
 
-MICRO_TEST(MRPM, .description = "path resolution: stat files of a shared five-level tree (FxMark's eight paths)",
-	   .prepare = tree_prepare, .init = mrpm_init, .run = mrpm_run);
-MICRO_TEST(MRPH, .description = "path resolution: stat the same file of a shared five-level tree",
-	   .prepare = tree_prepare, .init = mrpm_init, .run = mrph_run);
+FX_TEST(MRPM, mrpm_init,
+	   .description = "path resolution: stat files of a shared five-level tree (FxMark's eight paths)",
+	   .prepare = tree_prepare, .run = mrpm_run);
+FX_TEST(MRPH, mrpm_init, .description = "path resolution: stat the same file of a shared five-level tree",
+	   .prepare = tree_prepare, .run = mrph_run);
 
 /* f->path := the pool's file number i: its prefix (set in init) and the number. */
 static void pool_name(struct micro_task *t, uint64_t i)
@@ -204,9 +205,9 @@ static void mrd_run(struct micro_task *t)
 	}
 }
 
-MICRO_TEST(MRDL, .description = "read a private directory (readdir, on past its end)", .init = mrdl_init,
+FX_TEST(MRDL, mrdl_init, .description = "read a private directory (readdir, on past its end)",
 	   .run = mrd_run);
-MICRO_TEST(MRDM, .description = "read the shared directory (readdir, on past its end)", .init = mrdm_init,
+FX_TEST(MRDM, mrdm_init, .description = "read the shared directory (readdir, on past its end)",
 	   .run = mrd_run);
 
 /*
@@ -254,9 +255,8 @@ static void mwcm_run(struct micro_task *t)
 	mwc_run(t, true);
 }
 
-MICRO_TEST(MWCL, .description = "create an empty file in a private directory", .init = mwcl_init,
-	   .run = mwcl_run);
-MICRO_TEST(MWCM, .description = "create a file (and write a block) in the shared directory", .init = mwcm_init,
+FX_TEST(MWCL, mwcl_init, .description = "create an empty file in a private directory", .run = mwcl_run);
+FX_TEST(MWCM, mwcm_init, .description = "create a file (and write a block) in the shared directory",
 	   .run = mwcm_run);
 
 /*
@@ -286,10 +286,8 @@ static void mwu_run(struct micro_task *t)
 	fx_stop(t);
 }
 
-MICRO_TEST(MWUL, .description = "unlink an empty file in a private directory", .init = mwul_init,
-	   .run = mwu_run);
-MICRO_TEST(MWUM, .description = "unlink an empty file in the shared directory", .init = mwum_init,
-	   .run = mwu_run);
+FX_TEST(MWUL, mwul_init, .description = "unlink an empty file in a private directory", .run = mwu_run);
+FX_TEST(MWUM, mwum_init, .description = "unlink an empty file in the shared directory", .run = mwu_run);
 
 /* MWRL: rename the task's one file in its own directory to the next name, and so on (the rename lock). */
 static int mwrl_init(struct micro_task *t)
@@ -321,7 +319,7 @@ static void mwrl_run(struct micro_task *t)
 	}
 }
 
-MICRO_TEST(MWRL, .description = "rename a file in a private directory", .init = mwrl_init, .run = mwrl_run);
+FX_TEST(MWRL, mwrl_init, .description = "rename a file in a private directory", .run = mwrl_run);
 
 /*
  * MWRM: move a file from the task's own directory into the shared one. Before the gate each task makes
@@ -357,5 +355,5 @@ static void mwrm_run(struct micro_task *t)
 	fx_stop(t);
 }
 
-MICRO_TEST(MWRM, .description = "move a file from a private directory into the shared one", .init = mwrm_init,
+FX_TEST(MWRM, mwrm_init, .description = "move a file from a private directory into the shared one",
 	   .run = mwrm_run);

@@ -59,6 +59,21 @@ GENERATORS = ("mosbench-memload", "mosbench-httpload", "mosbench-smtpload")
 VersionCheck = Callable[[str, str], str | None]
 
 
+def clients_rows(clients: str, server_address: str | None, ssh_config: str | None) -> list[tuple[str, str, bool]]:
+    """`mosbench doctor --clients`: the NIC the hosts reach this machine through, then each host."""
+    from mosbench import native
+    from mosbench.machine.doctor import server_nic_rows
+    from mosbench.workloads.postgres.pgbench import check_version
+    from mosbench.workloads.server.hosts import parse_clients
+
+    hosts = parse_clients(clients)
+    if not server_address:
+        raise UserError("doctor --clients needs --server-address: the address the hosts reach this machine at")
+    return [*server_nic_rows(server_address),
+            *doctor_rows(hosts, str(Path(ssh_config).resolve()) if ssh_config else "", server_address,
+                         [native.binary(n) for n in GENERATORS], {"pgbench": check_version})]
+
+
 def doctor_rows(hosts: tuple[ClientHost, ...], config: str, server_address: str, binaries: list[Path],
                 installed: Mapping[str, VersionCheck] | None = None) -> list[tuple[str, str, bool]]:
     """Each host's reach, CPUs, route to the server, clock, generators and installed programs."""
