@@ -41,3 +41,19 @@ def test_the_driver_runs_without_address_randomisation(tmp_path):
         proc.terminate()  # the driver cleans up its scratch directory on SIGTERM
         proc.wait(10)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_mount_point_with_any_octal_escape_is_found():
+    # One mountinfo parser for the file systems a point mounts and for micro's fsdir: every octal escape
+    # is undone, not the space alone.
+    tab = "23 22 0:24 / /tmp/tab\\011dir rw shared:5 - btrfs /dev/vdc rw\n"
+    assert filesystem_type(Path("/tmp/tab\tdir/f"), MOUNTINFO + tab) == "btrfs"
+
+
+def test_meminfo_fields_are_read_in_kilobytes():
+    from mosbench.machine.memory import meminfo_kb
+
+    text = "MemTotal:       24576000 kB\nMemFree:  100 kB\nMemAvailable:   20480000 kB\nHugePages_Total:       0\n"
+    assert meminfo_kb("MemTotal", text) == 24576000 and meminfo_kb("MemAvailable", text) == 20480000
+    assert meminfo_kb("HugePages_Total", text) == 0 and meminfo_kb("Mem", text) is None
+    assert meminfo_kb("MemTotal") > 0  # this machine's

@@ -176,6 +176,11 @@ class Series:
         return scaling_ratio({c.cores: c.best for c in self.ok_cells()})
 
 
+def per_core(throughput: float, cores: int) -> float:
+    """Work per second per core: the paper's y axis, the one rule for every table, figure and history."""
+    return throughput / cores
+
+
 def scaling_ratio(per_core: Mapping[int, float | None]) -> tuple[float, int] | None:
     """The scaling ratio: a per-core figure (by core count) at the most cores over one core's, and the most
     cores; None without a one-core count and another, or without a value (or a zero) at one of the two."""
@@ -225,7 +230,7 @@ def build_series(points: list[dict[str, Any]], run_label: str | None = None) -> 
         user, system = server_seconds(p)
         _, idle, steal = shares(p["user_s"], p["system_s"], p["idle_s"], p.get("steal_s") or 0.0)
         c.trials.append(Trial(
-            per_core=p["throughput"] / p["cores"],
+            per_core=per_core(p["throughput"], p["cores"]),
             user_us_per_unit=per_unit_us(user, work),
             system_us_per_unit=per_unit_us(system, work),
             idle_us_per_unit=per_unit_us(p["idle_s"], work),

@@ -34,7 +34,6 @@ import functools
 import math
 import re
 import statistics
-import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -43,7 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from mosbench.analysis.cells import SeriesKey, counts, scaling_ratio
+from mosbench import gitrepo
+from mosbench.analysis.cells import SeriesKey, counts, per_core, scaling_ratio
 from mosbench.analysis.significance import CONFIDENCE, Difference, Replicates
 from mosbench.errors import UserError
 from mosbench.workloads.base import test_name
@@ -271,19 +271,11 @@ def release_key(release: str) -> tuple:
 def commit_positions(tree: Path, commits: Iterable[str]) -> dict[str, int]:
     """Each commit's place in the tree's history (topological, oldest first), by the name it was stored
     under; one that the tree does not know is left out."""
-    resolved: dict[str, str] = {}
-    for commit in set(commits):
-        found = subprocess.run(["git", "-C", str(tree), "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"],
-                               capture_output=True, text=True)
-        if found.returncode == 0:
-            resolved[commit] = found.stdout.strip()
+    resolved = {commit: sha for commit in set(commits) if (sha := gitrepo.commit_id(tree, commit))}
     if not resolved:
         return {}
-    listed = subprocess.run(["git", "-C", str(tree), "rev-list", "--topo-order", "--reverse",
-                             *sorted(set(resolved.values()))], capture_output=True, text=True)
-    if listed.returncode:
-        raise UserError(f"git rev-list in {tree}: {listed.stderr.strip()}")
-    place = {sha: i for i, sha in enumerate(listed.stdout.split())}
+    listed = gitrepo.git(tree, "rev-list", "--topo-order", "--reverse", *sorted(set(resolved.values())))
+    place = {sha: i for i, sha in enumerate(listed.split())}
     return {name: place[sha] for name, sha in resolved.items() if sha in place}
 
 
@@ -808,15 +800,15 @@ def _environment(before: RunInfo, after: RunInfo) -> list[tuple[str, list[str]]]
 
 
 def point_series(runs: list[RunInfo], rows: Iterable[tuple], selections: list[str]) -> list[PointSeries]:
-    """(run_id, workload, test, variant, cores, per-core throughput, ok, interfered) rows as series, each
-    run's trials those that count (cells.counts: ok, not interfered)."""
+    """(run_id, workload, test, variant, cores, throughput, ok, interfered) rows as series of per-core
+    throughput (cells.per_core), each run's trials those that count (cells.counts: ok, not interfered)."""
     index = {r.id: i for i, r in enumerate(runs)}
     # A store of 500 runs holds 100,000 rows: a test's selection is decided once, and a key made per series.
     chosen: dict[tuple[str, str], bool] = {}
     trials: dict[tuple[str, str, str, int], list[list[float]]] = {}
-    for run_id, workload, test, variant, cores, per_core, ok, interfered in rows:
+    for run_id, workload, test, variant, cores, throughput, ok, interfered in rows:
         i = index.get(run_id)
-        if i is None or per_core is None or not counts(ok, interfered):
+        if i is None or throughput is None or not counts(ok, interfered):
             continue
         if selections:
             wanted = chosen.get((workload, test))
@@ -827,7 +819,7 @@ def point_series(runs: list[RunInfo], rows: Iterable[tuple], selections: list[st
         slots = trials.get((workload, test, variant, cores))
         if slots is None:
             slots = trials[workload, test, variant, cores] = [[] for _ in runs]
-        slots[i].append(per_core)
+        slots[i].append(per_core(throughput, cores))
     out = [PointSeries(SeriesKey(workload, test, variant), cores, [tuple(t) for t in slots])
            for (workload, test, variant, cores), slots in trials.items()]
     out.sort(key=lambda s: (s.key.workload, s.key.test, s.key.variant, s.cores))

@@ -33,17 +33,11 @@ from mosbench.analysis.compare import Change
 from mosbench.analysis.decide import Decision, State, decide
 from mosbench.analysis.significance import welch
 from mosbench.errors import UserError
+from mosbench.gitrepo import commit_id, git
 from mosbench.guest import ab
 from mosbench.guest.kernels import IMAGE_IN_TREE, Kernel
 from mosbench.store.db import Store
 from mosbench.workloads.base import cache_root
-
-
-def git(cwd: Path, *args: str, check: bool = True) -> str:
-    done = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True)
-    if check and done.returncode:
-        raise UserError(f"git {' '.join(args)} in {cwd}: {done.stderr.strip() or done.stdout.strip()}")
-    return done.stdout.strip()
 
 
 def resolve_revisions(tree: Path, good: str, bad: str) -> tuple[str, str]:
@@ -53,11 +47,10 @@ def resolve_revisions(tree: Path, good: str, bad: str) -> tuple[str, str]:
         raise UserError(f"--tree {tree}: not a git repository")
     ids = []
     for name, rev in (("--good", good), ("--bad", bad)):
-        found = subprocess.run(["git", "-C", str(tree), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
-                               capture_output=True, text=True)
-        if found.returncode:
+        found = commit_id(tree, rev)
+        if found is None:
             raise UserError(f"{name} {rev}: no such commit in {tree}")
-        ids.append(found.stdout.strip())
+        ids.append(found)
     if ids[0] == ids[1]:
         raise UserError("--good and --bad name the same commit")
     if subprocess.run(["git", "-C", str(tree), "merge-base", "--is-ancestor", ids[0], ids[1]]).returncode:

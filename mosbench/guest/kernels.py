@@ -18,6 +18,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from mosbench import gitrepo
 from mosbench.errors import UserError
 from mosbench.workloads.base import cache_root
 
@@ -50,9 +51,7 @@ class Kernel:
 def tree_head(tree: Path) -> str | None:
     """The commit a built tree is at (read only); None where it is no git tree. A tree with changes not
     committed is still named by its HEAD: the closest commit there is."""
-    found = subprocess.run(["git", "-C", str(tree), "rev-parse", "--verify", "--quiet", "HEAD"], capture_output=True,
-                           text=True)
-    return found.stdout.strip() or None if found.returncode == 0 else None
+    return gitrepo.commit_id(tree, "HEAD")
 
 
 def image_release(image: Path) -> str | None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import mosbench
 from mosbench.machine import isolation, topology
+from mosbench.machine.memory import meminfo_kb
 
 SYSCTLS = (
     "kernel.sched_autogroup_enabled", "kernel.numa_balancing", "kernel.perf_event_paranoid",
@@ -64,8 +65,7 @@ def capture(topo: topology.Topology | None = None) -> dict[str, Any]:
     vdir = Path("/sys/devices/system/cpu/vulnerabilities")
     if vdir.is_dir():
         vulns = {p.name: p.read_text().strip() for p in sorted(vdir.iterdir())}
-    meminfo = _read("/proc/meminfo") or ""
-    mem_kb = next((int(line.split()[1]) for line in meminfo.splitlines() if line.startswith("MemTotal")), None)
+    mem_kb = meminfo_kb("MemTotal")
     tools = {name: (_first_line(argv) if argv else platform.python_version()) for name, argv in TOOLS.items()}
     return {
         "hostname": socket.gethostname(),

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Protocol
 
 from mosbench.errors import PointFailed, UserError
+from mosbench.machine.memory import meminfo_kb
 
 SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 # mkfs of a large device (a discard of every block) may take minutes; a loop device's takes a second.
@@ -185,10 +186,7 @@ def _make(mounted: Mounted, image: Path | None, device: Path | None, inodes: int
 
 
 def _memory_pages() -> int:
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemTotal:"):
-            return int(line.split()[1]) * 1024 // os.sysconf("SC_PAGE_SIZE")
-    return 0
+    return (meminfo_kb("MemTotal") or 0) * 1024 // os.sysconf("SC_PAGE_SIZE")
 
 
 def _run(argv: list[str], timeout: float = 60.0) -> str:

@@ -398,15 +398,15 @@ class Store:
 
     def history_points(self, run_ids: list[int]) -> list[tuple]:
         """Every trial of the runs as history reads it, and nothing else: (run_id, workload, test, variant,
-        cores, per-core throughput, ok, interfered). A store of 500 runs × 200 points is 100,000 rows:
-        decoding their metrics and samples would take most of `history`'s time."""
+        cores, throughput, ok, interfered). A store of 500 runs × 200 points is 100,000 rows: decoding
+        their metrics and samples would take most of `history`'s time."""
         wanted = sorted(set(run_ids))
         with self._reaching(), self.engine.connect() as conn:
             rows = conn.execute(sa.select(points.c.run_id, points.c.workload, points.c.test, points.c.variant,
                                           points.c.cores, points.c.throughput, points.c.status,
                                           points.c.interfered).where(points.c.run_id.in_(wanted))
                                 .order_by(points.c.run_id, points.c.trial))
-            return [(run_id, w, t, v, cores, None if tp is None else tp / cores, status == "ok", bool(interfered))
+            return [(run_id, w, t, v, cores, tp, status == "ok", bool(interfered))
                     for run_id, w, t, v, cores, tp, status, interfered in rows]
 
     def done_keys(self, run_id: int) -> set[tuple[str, str, str, int, int]]:

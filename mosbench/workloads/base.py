@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from mosbench.launch.processes import Launcher
 from mosbench.machine.isolation import Group
+from mosbench.machine.memory import meminfo_kb
 
 if TYPE_CHECKING:
     from mosbench.workloads.server.runhosts import RunHosts
@@ -304,10 +305,8 @@ class Workload(ABC):
 
 def mem_available_mb() -> float:
     """What a point can take without pushing the page cache or another program out (for check_cores)."""
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemAvailable:"):
-            return int(line.split()[1]) / 1024
-    return float("inf")
+    available = meminfo_kb("MemAvailable")
+    return float("inf") if available is None else available / 1024
 
 
 def open_path_to(path: Path, stop: Path) -> None:

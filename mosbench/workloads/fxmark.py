@@ -28,6 +28,7 @@ from mosbench import native
 from mosbench.errors import PointFailed, UserError
 from mosbench.machine import filesystem
 from mosbench.machine.filesystem import Mounted
+from mosbench.machine.memory import meminfo_kb
 from mosbench.workloads.base import (
     Instance,
     MetricColumn,
@@ -97,10 +98,7 @@ BY_NAME = {op.name: op for op in OPERATIONS}
 
 
 def memory_bytes() -> int:
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemTotal:"):
-            return int(line.split()[1]) * 1024
-    return 0
+    return (meminfo_kb("MemTotal") or 0) * 1024
 
 
 def fs_size(params: dict[str, Any]) -> int:

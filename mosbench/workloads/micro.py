@@ -25,6 +25,7 @@ from mosbench import cpulist, native
 from mosbench.errors import PointFailed, UserError
 from mosbench.launch.processes import how_it_ended
 from mosbench.launch.ready import file_ready, wait_ready
+from mosbench.machine import filesystem
 from mosbench.workloads.base import (
     Instance,
     Param,
@@ -144,22 +145,16 @@ FSDIR_DEFAULT = "/tmp"  # will-it-scale's
 
 def filesystem_type(path: Path, mountinfo: str | None = None) -> str:
     """The type of the filesystem holding path (ext4, tmpfs, ...), from the longest matching mount."""
-    if mountinfo is None:
-        try:
-            mountinfo = Path("/proc/self/mountinfo").read_text()
-        except OSError:
-            return "unknown"
+    try:
+        found = filesystem.mounts(mountinfo)
+    except OSError:
+        return "unknown"
     target = os.path.realpath(path)
     best, kind = "", "unknown"
-    for line in mountinfo.splitlines():
-        left, _, right = line.partition(" - ")
-        fields = left.split()
-        if len(fields) < 5 or not right:
-            continue
-        mount = fields[4].replace("\\040", " ")
-        inside = target == mount or target.startswith(mount.rstrip("/") + "/")
-        if inside and len(mount) >= len(best):
-            best, kind = mount, right.split()[0]
+    for m in found:
+        inside = target == m.point or target.startswith(m.point.rstrip("/") + "/")
+        if inside and len(m.point) >= len(best):
+            best, kind = m.point, m.fstype
     return kind
 
 
