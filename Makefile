@@ -13,7 +13,7 @@ deps:
 	bash scripts/install-deps
 
 native: deps
-	$(MAKE) -C native
+	$(MAKE) -C native -j$$(nproc)
 
 # The quick suite: six kernel paths (dup1 profiled: perf's samples, its kernel lock contention and the
 # verdict that threads sharing one descriptor table contend on its lock), four libscale structures,
