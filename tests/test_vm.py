@@ -13,6 +13,7 @@ import pytest
 from mosbench.errors import UserError
 from mosbench.guest import host as vm
 from mosbench.guest import inside as vmguest
+from mosbench.launch.processes import exit_status, fork_call
 from mosbench.machine import accounting, journal, placement
 from mosbench.machine.isolation import ISOLATIONS
 from mosbench.report import html
@@ -164,16 +165,17 @@ def test_a_guest_step_runs_forked_with_the_command_lines_exit_status(tmp_path):
     # a minute): each must still end with the status `mosbench ARGS` would have, and see no stdin.
     # (What they print goes wherever this process's streams went first: under pytest, not to the fds.)
     store = tmp_path / "s.sqlite"
-    assert vmguest.forked(vmguest.mosbench_command(["list", "micro"])) == 0
-    assert vmguest.forked(vmguest.mosbench_command(["show", "1", "--store", str(store)])) == 2
+    assert exit_status(fork_call(vmguest.mosbench_command(["list", "micro"]))) == 0
+    assert exit_status(fork_call(vmguest.mosbench_command(["show", "1", "--store", str(store)]))) == 2
     assert not store.exists()
-    assert vmguest.forked(vmguest.mosbench_command(["export", "--store", str(store), "--format", "json"])) == 2
-    assert vmguest.forked(lambda: len(os.read(0, 1))) == 0
+    export = vmguest.mosbench_command(["export", "--store", str(store), "--format", "json"])
+    assert exit_status(fork_call(export)) == 2
+    assert exit_status(fork_call(lambda: len(os.read(0, 1)))) == 0
 
     def raises() -> int:
         raise RuntimeError("a step's own bug")
-    assert vmguest.forked(raises) == 1
-    assert vmguest.forked(lambda: os.kill(os.getpid(), signal.SIGKILL)) == -signal.SIGKILL
+    assert exit_status(fork_call(raises)) == 1
+    assert exit_status(fork_call(lambda: os.kill(os.getpid(), signal.SIGKILL))) == -signal.SIGKILL
 
 
 def test_guests_of_both_cgroup_versions_run_side_by_side_and_land_in_one_store(tmp_path, monkeypatch, capfd):

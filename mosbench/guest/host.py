@@ -34,6 +34,7 @@ from typing import Any
 from mosbench import cpulist
 from mosbench.errors import UserError
 from mosbench.guest.kernels import Kernel
+from mosbench.launch.processes import exit_status, fork_call
 from mosbench.machine import guardian
 from mosbench.machine.isolation import Isolator, detect_cgroups
 from mosbench.machine.journal import SCRATCH_PREFIX, Journal
@@ -365,29 +366,11 @@ def run_vms(db: Store, guests: list[Guest], shape_spec: str, run_args: list[str]
     children: list[int] = []
     try:
         for n, g in enumerate(guests):
-            sys.stdout.flush()
-            sys.stderr.flush()
-            pid = os.fork()
-            if pid == 0:  # pragma: no cover - the child leaves by os._exit
-                code = 1
-                try:
-                    own = Store(str(results / f"{n}.sqlite"))
-                    done = run_vm(own, g, shape_spec, run_args, suite, timeout_s, _marked(on_line, g))
-                    (results / f"{n}.json").write_text(json.dumps({
-                        "returncode": done.result.returncode, "seconds": done.result.elapsed_s,
-                        "timed_out": done.result.timed_out, "steps": done.steps}))
-                    code = 0
-                except BaseException as e:  # said by the parent, which finds no result
-                    with contextlib.suppress(Exception):
-                        (results / f"{n}.error").write_text(f"{type(e).__name__}: {e}")
-                finally:
-                    with contextlib.suppress(Exception):
-                        sys.stdout.flush()
-                    os._exit(code)
+            pid = fork_call(_booting(g, results / str(n), shape_spec, run_args, suite, timeout_s, on_line))
             children.append(pid)
             journal.add_proc(pid)  # should we be killed, the guardian ends them and theirs their guests
         for pid in list(children):
-            os.waitpid(pid, 0)
+            exit_status(pid)
             children.remove(pid)
             journal.remove_proc(pid)
         done: list[SuiteRun] = []
@@ -421,13 +404,32 @@ def run_vms(db: Store, guests: list[Guest], shape_spec: str, run_args: list[str]
     finally:
         for pid in children:
             with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
+                exit_status(pid)
             journal.remove_proc(pid)
         shutil.rmtree(results, ignore_errors=True)
         journal.remove_dir(results)
         if journal.is_clean():
             journal.close()
             guardian.stop(watcher)
+
+
+def _booting(guest: Guest, results: Path, shape_spec: str, run_args: list[str] | None, suite: str | None,
+             timeout_s: float, on_line: Callable[[str, float], None]) -> Callable[[], int]:
+    """run_vm of one guest, to be called in a child of run_vms: its runs in results.sqlite, its outcome in
+    results.json, or why it failed in results.error (the parent says it)."""
+    def call() -> int:
+        try:
+            own = Store(str(results.with_suffix(".sqlite")))
+            did = run_vm(own, guest, shape_spec, run_args, suite, timeout_s, _marked(on_line, guest))
+            results.with_suffix(".json").write_text(json.dumps({
+                "returncode": did.result.returncode, "seconds": did.result.elapsed_s,
+                "timed_out": did.result.timed_out, "steps": did.steps}))
+            return 0
+        except BaseException as e:
+            with contextlib.suppress(Exception):
+                results.with_suffix(".error").write_text(f"{type(e).__name__}: {e}")
+            return 1
+    return call
 
 
 def _marked(on_line: Callable[[str, float], None], guest: Guest) -> Callable[[str, float], None]:

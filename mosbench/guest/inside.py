@@ -19,13 +19,13 @@ import sqlite3
 import subprocess
 import sys
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from mosbench import cpulist
 from mosbench.errors import UserError
+from mosbench.launch.processes import exit_status, fork_call
 from mosbench.workloads import registry
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -142,32 +142,6 @@ PRELOAD = ("mosbench.cli", "mosbench.run.sweep", "mosbench.run.start", "mosbench
            "mosbench.machine.environment", "mosbench.machine.interference")
 
 
-def forked(call: Callable[[], int | None]) -> int:
-    """call() in a child forked from this process, so it starts with everything imported here; its exit
-    status, as subprocess reports one (a signal negative). The child's stdin is /dev/null."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child leaves by os._exit, which coverage never sees
-        code = 1
-        try:
-            devnull = os.open(os.devnull, os.O_RDONLY)
-            os.dup2(devnull, 0)
-            os.close(devnull)
-            code = call() or 0
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-        except BaseException:
-            traceback.print_exc()
-        finally:
-            with contextlib.suppress(Exception):
-                sys.stdout.flush()
-                sys.stderr.flush()
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
-
-
 def mosbench_command(args: list[str]) -> Callable[[], int | None]:
     """`mosbench ARGS` as the command line would run it, to be called in a forked child."""
     def call() -> int | None:
@@ -183,7 +157,7 @@ def step(name: str, args: list[str], outcome: dict, share: Path) -> None:
     what it measured."""
     print(f"mosbench-guest: {name}: mosbench {' '.join(args)}", flush=True)
     start = time.monotonic()
-    code = forked(mosbench_command(args))
+    code = exit_status(fork_call(mosbench_command(args)))
     outcome["steps"].append({"name": name, "returncode": code, "seconds": round(time.monotonic() - start, 1)})
     if GUEST_STORE.exists():
         # A consistent copy made in memory, then moved onto the share as plain bytes: SQLite itself
@@ -253,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         import pytest
         os.environ.update(env)
         return int(pytest.main(["-q", "-p", "no:cacheprovider", "-o", "console_output_style=classic", str(tests)]))
-    code = forked(checks)
+    code = exit_status(fork_call(checks))
     outcome["steps"].append({"name": "checks", "returncode": code, "seconds": round(time.monotonic() - start, 1)})
     outcome["online_after"] = cpulist.parse(Path("/sys/devices/system/cpu/online").read_text())
     (share / "outcome.json").write_text(json.dumps(outcome, indent=1))

@@ -8,7 +8,9 @@ import os
 import pwd
 import signal
 import subprocess
+import sys
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -163,3 +165,35 @@ def harness_priority() -> Iterator[str]:
     finally:
         with contextlib.suppress(OSError):
             os.sched_setscheduler(0, old[0], old[1])
+
+
+def fork_call(call: Callable[[], int | None]) -> int:
+    """Forks a child that runs call() and exits with what it returns (SystemExit's code; 1 and the
+    traceback for any other exception); its pid. The child starts with everything this process has
+    imported (under emulation a fresh interpreter spends a minute importing) and reads /dev/null."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child leaves by os._exit, which coverage never sees
+        code = 1
+        try:
+            devnull = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(devnull, 0)
+            os.close(devnull)
+            code = call() or 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+                sys.stderr.flush()
+            os._exit(code)
+    return pid
+
+
+def exit_status(pid: int) -> int:
+    """Waits for a child of ours; its exit status as subprocess reports one (a signal negative)."""
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
