@@ -4,9 +4,11 @@
 Each case is a number of stores made by testing/history_stores.sweep: 20 nightly runs (the newest last) of a
 16-core micro sweep, 6 tests × 2 variants × 5 core counts = 60 series, 3 trials a run uniform within ±4%, each
 run on one of two machine modes 2% apart; a step or a drift planted in test t1 where the case says. The clean
-cases plant nothing: trials alone, with the two modes, and with one run at -30% everywhere too (never the
-first or the newest two). mosbench's find_shifts reads every series of a store at once; Otava is given each
-series' run means, as its CLI would be, at its defaults (window 50, p 0.001) and at p 1e-5.
+cases plant nothing: trials alone, with the two modes, with one run at -30% everywhere too (never the first
+or the newest two), and with each series of one test (t2) noisier from night to night than the rest, each on
+its own (±4% a night more: mosbench weighs each series' noise with the store's, and a store's series need not
+share one). mosbench's find_shifts reads every series of a store at once; Otava is given each series' run
+means, as its CLI would be, at its defaults (window 50, p 0.001) and at p 1e-5.
 
 A change is a distinct (test, run) that a tool reports (Otava reports per series, mosbench per test and
 variant: both are counted per test and run, so one step placed at runs 10, 11 and 13 in different series is
@@ -18,7 +20,8 @@ Otava is not a dependency: it lives in its own environment (OTAVA_PYTHON, defaul
 `python3 -m venv /tmp/otava-venv && /tmp/otava-venv/bin/pip install apache-otava==0.8.0`) and runs as a
 subprocess; without it its columns are left out. BEFORE=path/to/an/older/analysis/history.py adds that
 version's column (it is loaded as a module beside the package's). STORES scales the store counts (default 1:
-30 a step case, 100 of each clean kind).
+30 a step case, 100 of each clean kind); FIRST_SEED (default 0) starts the seeds elsewhere, for stores that
+no change was looked at on (each case's stores are seeds FIRST_SEED, FIRST_SEED + 1, ...).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import random
 import subprocess
 import sys
 import time
@@ -44,6 +48,7 @@ from mosbench.testing.history_stores import SWEEP, Drift, Noise, Planted, SweepS
 
 RUNS = 20
 SCALE = float(os.environ.get("STORES", "1"))
+FIRST_SEED = int(os.environ.get("FIRST_SEED", "0"))
 OTAVA_PYTHON = os.environ.get("OTAVA_PYTHON", "/tmp/otava-venv/bin/python")
 NEAR = 2  # runs from a planted step within which a reported change belongs to it
 
@@ -55,9 +60,21 @@ class Case:
     drifts: tuple[Drift, ...] = ()
     noise: Noise = field(default_factory=Noise)
     stores: int = 30
+    noisier: float = 0.0  # each series of test t2 this much noisier from night to night, on its own
 
     def make(self, seed: int) -> list[SweepSeries]:
-        return sweep(RUNS, seed, self.steps, self.drifts, self.noise)
+        made = sweep(RUNS, seed, self.steps, self.drifts, self.noise)
+        if not self.noisier:
+            return made
+        rng = random.Random(-1 - seed)
+        out = []
+        for s in made:
+            if s.test == "t2":
+                nights = [1 + rng.uniform(-self.noisier, self.noisier) for _ in s.trials]
+                s = SweepSeries(s.test, s.variant, s.cores, [tuple(x * f for x in t) for t, f in zip(s.trials, nights,
+                                                                                                  strict=True)])
+            out.append(s)
+        return out
 
 
 MOST = (max(SWEEP),)
@@ -71,6 +88,7 @@ CASES = (
     Case("clean: ±4%", noise=Noise(modes=0.0), stores=100),
     Case("clean: ±4%, two modes", stores=100),
     Case("clean: ±4%, two modes, one -30% run", noise=Noise(outlier=1), stores=100),
+    Case("clean: ±4%, two modes, one test's series ±4% a night more", stores=100, noisier=0.04),
 )
 
 
@@ -197,7 +215,7 @@ def main() -> None:
     seconds = dict.fromkeys(tools, 0.0)
     rows = []
     for case in CASES:
-        stores = [case.make(seed) for seed in range(max(1, round(case.stores * SCALE)))]
+        stores = [case.make(seed) for seed in range(FIRST_SEED, FIRST_SEED + max(1, round(case.stores * SCALE)))]
         cells = []
         for name, tool in tools.items():
             start = time.monotonic()

@@ -197,13 +197,15 @@ def runs(store_url) -> None:
 def show(run_ref, wide, store_url) -> None:
     """A run as terminal tables (RUN is an id or 'latest'): the essential columns in the terminal's width
     (80 in a pipe), every column with --wide."""
+    from mosbench.analysis import explain_history
     from mosbench.report import history as history_report
 
     db = store.Store(store_url, create=False)
     r = db.run(run_ref)
     pts = db.points(r["id"], with_profiles=True, with_samples=False)
-    terminal.print_run(terminal.table_console(), r, pts, history_report.of_run(db, r),
-                       terminal.resume_command(r["id"], store_url), wide)
+    found = history_report.of_run(db, r)
+    terminal.print_run(terminal.table_console(), r, pts, found, terminal.resume_command(r["id"], store_url), wide,
+                       tuple(explain_history.explained(db, found)) if found else ())
 
 
 def _check_writable(output: Path) -> None:
@@ -330,7 +332,7 @@ def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, as_json, wide, store_ur
     else:
         db = store.Store(store_url, create=False)
         r = db.run(run_ref or "latest")
-        fits = lockmodel.fit_run(analysis.build_series(db.points(r["id"])), r["plan"]["params"], a_ns)
+        fits = lockmodel.fit_run(analysis.build_series(db.points(r["id"])), r["plan"].get("params", {}), a_ns)
         if not fits:
             raise UserError(f"run {r['id']} has no measured scale/lock points to fit "
                             "(run `mosbench run scale/lock` or give --s and --c)")
@@ -372,7 +374,7 @@ def model_scaling(run_ref, up_to, output, as_json, wide, store_url) -> None:
         raise UserError(f"run {r['id']} has no measured points")
     tests = []
     for name, group in groups.items():
-        fits = models.series_fits(group, r["plan"]["params"].get(group[0].workload, {}))
+        fits = models.series_fits(group, r["plan"].get("params", {}).get(group[0].workload, {}))
         if as_json:
             tests.append(fits_report.scaling_test_json(name, group, fits, up_to))
         else:

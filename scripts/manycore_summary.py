@@ -70,18 +70,21 @@ def pairs_section(found: list[Pair]) -> list[str]:
 
 
 def curves_section(store: Path) -> list[str]:
-    """Per-core throughput of each curve at its fewest and most cores, and their ratio."""
+    """Per-core throughput of each curve at its fewest and most cores, and its scaling ratio (most cores over
+    one, cells.scaling_ratio: a curve without a one-core point has none)."""
     db = Store(str(store))
     out = ["## Curves (per-core throughput, best trial)", "", "| run | test | variant | fewest cores | most cores | "
-           "ratio |", "| --- | --- | --- | --- | --- | --- |"]
+           "most / 1 core |", "| --- | --- | --- | --- | --- | --- |"]
     for run in db.list_runs():
         for s in cells.build_series(db.points(run["id"])):
             ok = s.ok_cells()
             if len(ok) < 2:
                 continue
             lo, hi = ok[0], ok[-1]
+            scaling = s.scalability()
+            ratio = f"{scaling[0]:.2f}" if scaling else "– (no 1-core point)"
             out.append(f"| {run['label']} | {s.name} | {s.variant} | {lo.cores}: {si(lo.best)}/s | "
-                       f"{hi.cores}: {si(hi.best)}/s | {hi.best / lo.best:.2f} |")
+                       f"{hi.cores}: {si(hi.best)}/s | {ratio} |")
         par = run["plan"]["params"].get("scale", {}).get("par_ns")
         if par is not None and any(t == "lock" for _, t in run["plan"]["selections"]):
             out.append(f"| {run['label']} | (scale/lock's par_ns: {par} ns, chosen for {max(run['plan']['cores'])} "

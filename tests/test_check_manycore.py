@@ -169,3 +169,20 @@ def test_an_out_that_cannot_take_the_results_keeps_them_and_says_where(tmp_path,
 
 def _read_only(*_args, **_kw):
     raise OSError(30, "Read-only file system")
+
+
+def test_the_summary_curves_ratio_is_most_cores_over_one_and_none_without_a_one_core_point(tmp_path):
+    """The one scaling ratio (cells.scaling_ratio), not most over fewest: a sweep from 2 cores has none."""
+    db = Store(str(tmp_path / "store.sqlite"))
+    run = db.create_run({"params": {}, "selections": [["micro", "getppid1"]], "cores": [1, 2, 4]}, {"hostname": "h"},
+                        "mosbench run micro/getppid1", "night")
+    for variant, sweep in (("procs", (1, 2, 4)), ("threads", (2, 4))):
+        for cores in sweep:
+            per_core = {1: 100.0, 2: 90.0, 4: 60.0}[cores]
+            db.add_point(run, workload="micro", test="getppid1", variant=variant, cores=cores, trial=1, status="ok",
+                         started_at=db.run(run)["started_at"], cpus="0", unit="op", window_s=1.0,
+                         work=per_core * cores, throughput=per_core * cores, user_s=cores, system_s=0.0,
+                         idle_s=0.0, steal_s=0.0)
+    rows = [line for line in manycore_summary.curves_section(tmp_path / "store.sqlite") if line.startswith("| night")]
+    assert rows == ["| night | micro/getppid1 | procs | 1: 100/s | 4: 60/s | 0.60 |",
+                    "| night | micro/getppid1 | threads | 2: 90/s | 4: 60/s | – (no 1-core point) |"]

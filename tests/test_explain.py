@@ -7,6 +7,7 @@ import pytest
 
 from mosbench.analysis import compare, explain
 from mosbench.analysis.cells import PointKey, build_series
+from mosbench.analysis.profiles import Profile
 from mosbench.report import whatchanged
 from mosbench.run.plan import Plan
 from mosbench.store import db as store
@@ -75,6 +76,40 @@ def test_one_trial_a_side_names_nothing_and_says_so():
     e = explain.explain(KEY, _rows(False, trials=1), _rows(True, trials=1))
     assert not e.replicated and e.functions == () and e.cpu.low is None
     assert "no spread to judge a change by" in whatchanged.lines(e)[0]
+
+
+def _user_rows(updates: int) -> list[dict]:
+    """A user-space point (scale/tree, 2 cores) as perf records a program built without frame pointers:
+    most chains cut to the innermost frame, or through an address perf could not resolve; `updates` per
+    1000 lookups cost malloc 1 µs each (0.001 µs a lookup per update), the lookup's own work unchanged."""
+    out = []
+    for t in range(3):
+        stacks = {"tree;bonsai_find": SHARED[t], "tree;run;fault;bonsai_find": 100,
+                  "tree;[unknown];_int_malloc": updates * (1 + t) // 2 + updates}
+        prof = {"stacks": stacks, "period_ns": 1_000_000, "window_s": 1.0, "samples": sum(stacks.values())}
+        out.append(_point(workload="scale", test="tree", variant="spinlock", cores=2, cpus="0-1", trial=t + 1,
+                          work=1e6, throughput=1e6 / (1 + updates / 1000), user_s=1.1 + updates / 1000 + 0.01 * t,
+                          system_s=0.01, idle_s=0.0, profile=prof))
+    return out
+
+
+def test_a_user_space_change_is_named_in_user_frames_and_a_cut_chain_is_said():
+    key = PointKey("scale", "tree", "spinlock", 2)
+    e = explain.explain(key, _user_rows(10), _user_rows(100), ("1%", "10%"))
+    [malloc] = e.own
+    assert malloc.function == "_int_malloc" and malloc.kind == "user" and malloc.own.change > 0
+    # An address perf could not resolve is no function, and no caller: none is recorded.
+    assert "[unknown]" not in {f.function for f in e.functions}
+    assert [c.name for c in malloc.callers] == [explain.NO_CALLER]
+    # Cut: bonsai_find alone (3000 samples over the trials) and malloc's (15 + 20 + 25); whole: run's 300.
+    assert explain.cut_short([Profile.of_points(_user_rows(10))]) == pytest.approx(3060 / 3360)
+    assert any(line.startswith("user call chains cut short in 91% of 1%'s and 92% of 10%'s user samples")
+               for line in e.absent)
+    # A program whose chains reach its thread's start says nothing of them.
+    whole = [{**r, "profile": {**r["profile"], "stacks": {"tree;start_thread;run;bonsai_find": 1000}}}
+             for r in _user_rows(10)]
+    assert explain.cut_short([Profile.of_points(whole)]) == 0.0
+    assert not any("call chains" in line for line in explain.explain(key, whole, whole).absent)
 
 
 def _store(tmp_path) -> tuple[store.Store, list[int]]:

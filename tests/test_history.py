@@ -13,7 +13,7 @@ import pytest
 
 from mosbench.analysis import history as hist
 from mosbench.errors import UserError
-from mosbench.store.db import Store
+from mosbench.store.db import HistoryRow, Store
 from mosbench.testing.history_stores import CORES, Planted, fill
 from tests.conftest import mosbench as conftest_mosbench
 from tests.conftest import needs_native, needs_root
@@ -89,8 +89,8 @@ def _memory_suite(n: int, seed: int, step: tuple[int, float] | None = None):
         for cores in CORES:
             for i, r in enumerate(runs):
                 level = 1e6 * (step[1] if step and t == 0 and i >= step[0] else 1.0)
-                rows.extend((r.id, "micro", f"t{t}", "procs", cores, level * (1 + rng.uniform(-0.1, 0.1)), True,
-                             False) for _ in range(3))
+                rows.extend(HistoryRow(r.id, "micro", f"t{t}", "procs", cores, level * (1 + rng.uniform(-0.1, 0.1)),
+                                       True, False) for _ in range(3))
     return runs, rows
 
 

@@ -1,8 +1,9 @@
 """`mosbench history`'s search on planted stores made in memory (testing/history_stores.sweep): every step found
 within one run and once, a drift told as a drift, nothing invented, and what it says fitting 80 columns.
 
-Stores: 20 runs of a micro sweep (3 tests × 2 variants × 1-16 cores = 30 series), 3 trials a run uniform
-within ±4%, each run on one of two machine modes 2% apart. The seeds are stated in each test; the rates over
+Stores: 20 runs of a micro sweep (3 tests × 2 variants × 1-16 cores = 30 series; 6 tests, 60 series, where a
+test says so, as the benchmark's stores are), 3 trials a run uniform within ±4%, each run on one of two
+machine modes 2% apart. The seeds are stated in each test; the rates over
 hundreds of stores are benchmarks/history_vs_otava.py's.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import random
 
 import pytest
 from rich.console import Console
@@ -27,8 +29,9 @@ def runs(n: int = RUNS) -> list[hist.RunInfo]:
             for i in range(n)]
 
 
-def shifts_of(seed: int, steps=(), drifts=(), noise: Noise | None = None, n: int = RUNS) -> list[hist.Shift]:
-    store = sweep(n, seed, tuple(steps), tuple(drifts), noise or Noise(), tests=3)
+def shifts_of(seed: int, steps=(), drifts=(), noise: Noise | None = None, n: int = RUNS, tests: int = 3
+              ) -> list[hist.Shift]:
+    store = sweep(n, seed, tuple(steps), tuple(drifts), noise or Noise(), tests=tests)
     series = [hist.PointSeries(hist.SeriesKey("micro", s.test, s.variant), s.cores, s.trials) for s in store]
     return hist.find_shifts(runs(n), series)[0]
 
@@ -47,6 +50,60 @@ def test_a_five_percent_step_at_every_core_is_one_change_within_a_run(seed):
     # Both variants at the one run, each sized on its own.
     assert {s.key.variant for s in shifts} == {"procs", "threads"}
     assert all(0.9 < s.ratio < 1.0 for s in shifts)
+
+
+@pytest.mark.parametrize("seed", [3, 17])
+def test_a_five_percent_step_read_at_two_runs_is_placed_as_one(seed):
+    """60 series, -5% at every core: these seeds' boundaries lay at #9 to #12, and a window from the earliest
+    left #11 a change of its own until the events were placed again."""
+    [(test, after)] = changes(shifts_of(seed, [Planted(10, 0.95, SWEEP, ("t1",))], tests=6))
+    assert test == "t1" and abs(after - 10) <= 1
+
+
+@pytest.mark.parametrize("seed", [0, 3, 18, 25])
+def test_a_five_percent_step_at_the_most_cores_alone_is_found_among_sixty_series(seed):
+    """The benchmark's store (6 tests, 60 series) with -5% in t1's two 16-core series only. These four seeds
+    were missed when each side of the step had its own 9 degrees of freedom and each series its own noise:
+    the step's p was 2e-5 to 7e-5 where 60 series ask for 1e-5."""
+    shifts = shifts_of(seed, [Planted(10, 0.95, (16,), ("t1",))], tests=6)
+    [(test, after)] = changes(shifts)
+    assert test == "t1" and abs(after - 10) <= 1
+    assert {(s.key.variant, c.cores) for s in shifts for c in s.changes} <= {("procs", 16), ("threads", 16)}
+
+
+@pytest.mark.parametrize("seed", [20, 73, 93])
+def test_two_machine_modes_that_cluster_are_no_change(seed):
+    """Three of the benchmark's unchanged two-mode stores that showed a change: a series whose successive
+    differences read its noise at half of what its runs' own trials say (0.0066 against 0.013)."""
+    assert shifts_of(seed, tests=6) == [], seed
+
+
+def test_a_series_whose_differences_read_its_noise_low_is_held_to_its_trials():
+    """Seed 20's t1 threads 1 core alone (no other series to weigh its noise with): its successive
+    differences read 0.0066 where its runs' trials say 0.013, and the two modes, clustered, made a change."""
+    [alone] = [s for s in sweep(RUNS, 20) if (s.test, s.variant, s.cores) == ("t1", "threads", 1)]
+    series = [hist.PointSeries(hist.SeriesKey("micro", alone.test, alone.variant), alone.cores, alone.trials)]
+    assert hist.find_shifts(runs(), series)[0] == []
+
+
+@pytest.mark.parametrize("seed", [3, 25, 33, 86])
+def test_a_test_noisier_than_the_rest_keeps_its_own_noise(seed):
+    """60 unchanged series, t2's ten each ±4% a night noisier on their own: weighed with the store's median
+    noise these seeds showed a change in t2; their test's median is their prior."""
+    rng = random.Random(seed + 77)
+    series = []
+    for s in sweep(RUNS, seed):
+        nights = [1 + rng.uniform(-0.04, 0.04) if s.test == "t2" else 1.0 for _ in s.trials]
+        trials = [tuple(x * f for x in t) for t, f in zip(s.trials, nights, strict=True)]
+        series.append(hist.PointSeries(hist.SeriesKey("micro", s.test, s.variant), s.cores, trials))
+    assert hist.find_shifts(runs(), series)[0] == []
+
+
+def test_a_runs_trials_bound_its_noise_from_below():
+    # Trials ±1 around their run's mean, 3 a run: a run's mean varies by at least (2/2)^0.5 / 3^0.5 a night.
+    trials = [(m - 1.0, m, m + 1.0) for m in (10.0, 10.0, 10.0, 10.0)]
+    assert hist.within_runs(trials) == pytest.approx(1 / 3**0.5)
+    assert hist.within_runs([(5.0,), (6.0,)]) == 0.0  # one trial a run says nothing
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -142,12 +199,23 @@ def test_what_it_says_fits_80_columns_and_keeps_p_whole():
     assert any("p unadjusted" in line for line in lines) and any("p adj." in line for line in lines)
 
 
-def test_the_command_starts_without_scipy_stats_or_matplotlib():
-    """Start-up is most of `history` on a small store: these took 2 s of it (python -X importtime)."""
+def test_the_command_starts_and_tests_without_scipy_stats_or_matplotlib():
+    """Start-up is most of `history` on a small store: scipy.stats and matplotlib took 2 s of it (python -X
+    importtime). A history that tests its series needs neither: its distribution functions come from
+    scipy.special alone, on the first test."""
     import subprocess
     import sys
 
-    code = ("import sys, mosbench.cli, mosbench.analysis.history, mosbench.report.history, mosbench.analysis.compare;"
-            "print(sorted(m for m in ('scipy.stats', 'matplotlib') if m in sys.modules))")
+    code = """
+import datetime as dt, sys
+import mosbench.cli, mosbench.report.history, mosbench.analysis.compare
+from mosbench.analysis import history as hist
+from mosbench.testing.history_stores import Planted, sweep
+runs = [hist.RunInfo(i, None, dt.datetime(2026, 1, 1 + i), "6.1.0", None, {}) for i in range(20)]
+series = [hist.PointSeries(hist.SeriesKey("micro", s.test, s.variant), s.cores, s.trials)
+          for s in sweep(20, 0, (Planted(10, 0.8),), tests=1)]
+assert hist.find_shifts(runs, series)[0]
+print(sorted(m for m in ("scipy.stats", "matplotlib") if m in sys.modules))
+"""
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

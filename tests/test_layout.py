@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "mosbench"
 
 # Lowest first. A module may import from its own layer or any layer before it, never after.
 LAYERS = (
-    ("mosbench",),  # leaf helpers at the package's root: errors, cpulist, gitrepo, native, units
+    ("mosbench",),  # leaf helpers at the package's root: errors, cpulist, filenames, gitrepo, native, units
     ("mosbench.store",),
     ("mosbench.machine",),
     ("mosbench.launch",),
@@ -99,8 +99,8 @@ def test_no_import_cycle() -> None:
 def test_every_module_has_a_layer() -> None:
     root_modules = [m for m in modules() if m.count(".") == 1 and layer_of(m) == 0]
     # The root holds leaf helpers only: anything bigger belongs to a subpackage that names its part.
-    assert sorted(root_modules) == ["mosbench.cpulist", "mosbench.errors", "mosbench.gitrepo", "mosbench.native",
-                                    "mosbench.units"]
+    assert sorted(root_modules) == ["mosbench.cpulist", "mosbench.errors", "mosbench.filenames", "mosbench.gitrepo",
+                                    "mosbench.native", "mosbench.units"]
 
 
 @pytest.mark.parametrize("init", sorted(PACKAGE.rglob("__init__.py")), ids=lambda p: module_name(p))

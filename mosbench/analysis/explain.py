@@ -30,13 +30,20 @@ from typing import Any
 
 from mosbench.analysis.cells import PointKey, Series, build_series, counts, figures_for, workload_of
 from mosbench.analysis.compare import Change, Comparison
-from mosbench.analysis.profiles import Profile, sides
+from mosbench.analysis.profiles import IDLE_COMMS, KERNEL, Profile, sides
 from mosbench.analysis.significance import difference
 from mosbench.analysis.verdict import kind_of
 from mosbench.workloads.base import base_variant, test_name
 
 FLOOR = 0.005  # of the larger side's CPU µs per unit: a smaller change is not named, however certain
 REPLICATES = 3  # trials a side the printed commands ask for: each profiled trial is a replicate
+# A frame perf could resolve to neither a symbol nor a binary: an address read off a stack that a
+# frame-pointer walk misread, not a function. Never named, never a caller; its own time is not attributed.
+UNRESOLVED = "[unknown]"
+NO_CALLER = "[caller not recorded]"  # a stack with no frame outward of the function: perf cut its chain
+OTHER_STACKS = "[other stacks]"  # the recording's fold of its least sampled stacks (profiler.trim): no chain
+# The share of a side's user samples whose call chain perf cut short above which the explanation says so.
+CUT_SHORT = 0.2
 
 
 @dataclass(frozen=True)
@@ -173,14 +180,14 @@ def _lock(frame: str) -> bool:
 
 def callers(prof: Profile, function: str) -> dict[str, float]:
     """µs per unit of `function`'s own time by its nearest frame outward that is not a lock function (a
-    spin lock's from dput, from dget); the command where nothing is outward."""
+    spin lock's from dput, from dget); NO_CALLER where nothing is (every thread starts in some frame)."""
     out: Counter[str] = Counter()
     for stack, n in prof.stacks.items():
         frames = stack.split(";")
         if frames[-1] != function:
             continue
-        outward = [f for f in reversed(frames[1:-1]) if f != function and not _lock(f)]
-        out[outward[0] if outward else frames[0]] += n
+        outward = [f for f in reversed(frames[1:-1]) if f not in (function, UNRESOLVED) and not _lock(f)]
+        out[outward[0] if outward else NO_CALLER] += n
     return {k: prof.us_per_unit(n) for k, n in out.items()}
 
 
@@ -189,6 +196,8 @@ def _functions(a: list[Profile], b: list[Profile], floor: float) -> tuple[Functi
     zeros = ([0.0] * len(a), [0.0] * len(b))
     found = []
     for f, (ia, ib) in incl.items():
+        if f == UNRESOLVED:
+            continue
         oa, ob = own.get(f, zeros)
         if max(abs(_mean(ob) - _mean(oa)), abs(_mean(ib) - _mean(ia))) < floor:
             continue  # cannot be named: spare the test (a profile holds thousands of functions)
@@ -223,9 +232,32 @@ def _hitm(a: list[Profile], b: list[Profile]) -> tuple[Delta, ...]:
     return (total, *symbols)
 
 
+def cut_short(profiles: Sequence[Profile]) -> float | None:
+    """The share of the profiles' samples in user code whose call chain perf cut short: the innermost
+    frame alone, or a frame it could not resolve (perf -g walks frame pointers, and code built without
+    them breaks the walk); None where no sample was in user code."""
+    user = cut = 0
+    for stack, n in (item for p in profiles for item in p.stacks.items()):
+        frames = stack.split(";")
+        if frames[0] in IDLE_COMMS or frames[-1].endswith(KERNEL) or frames[-1] == OTHER_STACKS:
+            continue
+        user += n
+        if len(frames) == 2 or UNRESOLVED in frames:
+            cut += n
+    return cut / user if user else None
+
+
 def _absent(a: list[Profile], b: list[Profile], labels: tuple[str, str]) -> tuple[str, ...]:
-    """What a side's profiles did not record (perf lock's waits, perf c2c's lines), with perf's reason."""
+    """What a side's profiles did not record (perf lock's waits, perf c2c's lines, user call chains), with
+    perf's reason."""
     said = []
+    cut = {label: share for label, side in zip(labels, (a, b), strict=True)
+           if (share := cut_short(side)) is not None and share > CUT_SHORT}
+    if cut:
+        said.append("user call chains cut short in " + " and ".join(f"{share:.0%} of {label}'s" for label, share
+                                                                    in cut.items())
+                    + " user samples (perf -g walks frame pointers, which code built without them breaks): user "
+                      "functions' own times stand, their callers and inclusive times are undercounted")
     for what, traced, why in (("kernel locks (perf lock)", lambda p: p.locks_work > 0, lambda p: p.locks_absent),
                               ("shared cache lines (perf c2c)", lambda p: p.c2c_work > 0, lambda p: p.c2c_absent)):
         untraced = [(label, side) for label, side in zip(labels, (a, b), strict=True)

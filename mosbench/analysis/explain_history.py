@@ -108,8 +108,8 @@ def explained(db: Store, h: History) -> list[HistoryExplained]:
         for change in shift.changes:
             key = PointKey(shift.key.workload, shift.key.test, shift.key.variant, change.cores)
             before, after = h.runs[change.before], h.runs[change.after]
-            old = [r.id for r in reversed(h.runs[change.first:change.before + 1])]
-            new = [r.id for r in h.runs[change.after:change.last + 1]]
+            old = [r.id for r in reversed(h.runs[change.old_first:change.before + 1])]
+            new = [r.id for r in h.runs[change.after:change.new_last + 1]]
             trials = profiled_trials(db, old + new, key)
             a, b = nearest(old, trials)[::-1], nearest(new, trials)
             labels = ("+".join(f"#{i}" for i in a) or before.name, "+".join(f"#{i}" for i in b) or after.name)

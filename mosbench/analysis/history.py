@@ -7,13 +7,14 @@ first pass finds candidate boundaries, then the weakest is merged away and its n
 their longer sides, again, until every boundary left is confirmed.
 
 1. Candidates: PELT on the runs' mean per-core throughputs, scaled by the series' median so that one
-   penalty fits every test (a BIC, 2σ² ln n, with σ the series' own run-to-run noise read from its
-   successive differences); the newest run is a candidate of its own (a change it begins has one run so
-   far: the CI gate's case).
+   penalty fits every test (a BIC, 2σ² ln n, with σ the series' run-to-run noise read from its successive
+   differences, at least what its runs' trials imply, and weighed with its test's series'); the newest
+   run is a candidate of its own (a change it begins has one run so far: the CI gate's case).
 2. Merge: each boundary is tested between the two levels around it (Welch's test between their run means,
-   each side's spread at least σ, since a side of one or two runs says nothing of how runs vary), its p
-   corrected for the split points it could have taken; the weakest goes while one fails, and a level of one
-   run between two boundaries (an outlier, not a level) always loses its weaker boundary first.
+   each side's spread at least σ, since a side of one or two runs says nothing of how runs vary, and a
+   wider one weighed with σ by their degrees of freedom), its p corrected for the split points it could
+   have taken; the weakest goes while one fails, and a level of one run between two boundaries (an outlier,
+   not a level) always loses its weaker boundary first.
 3. Drifts: consecutive boundaries that move one way, or a series with none, are fitted as a ramp too (a
    level, a straight stretch, a level); where the ramp explains the runs better, by the same BIC, it
    replaces them as one drift with its total size.
@@ -34,19 +35,24 @@ import functools
 import math
 import re
 import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from mosbench import gitrepo
+from mosbench.analysis import tails
 from mosbench.analysis.cells import SeriesKey, counts, per_core, scaling_ratio
 from mosbench.analysis.significance import CONFIDENCE, Difference, Replicates
+from mosbench.analysis.tails import kolmogorov_tail, t_two_sided
 from mosbench.errors import UserError
 from mosbench.workloads.base import test_name
+
+if TYPE_CHECKING:
+    from mosbench.store.db import HistoryRow  # the store's own rows; importing it here would load SQLAlchemy
 
 # One comparison's level (significance.ALPHA) is a core count's own test across a change, and the 95% intervals.
 # The family's: the chance that a machine's history shows any false change. One false alarm in a hundred
@@ -69,33 +75,24 @@ MIN_RAMP = 3
 # A ramp's BIC penalty, in ln n (a boundary's is 2): a ramp has one parameter more than a step, and noise
 # bends a step's sides into a ramp's often enough at 3 that a drift needs clearly more than a step gives.
 RAMP_PENALTY = 5
+# The fewest series whose noises moderate each other (_moderate): the spread of fewer says too little of
+# whether their noises differ.
+MODERATED_SERIES = 10
+# The most that the prior weighs in a series' noise, in the series' own degrees of freedom. More finds no
+# more steps in benchmarks/history_vs_otava.py and flattens a series noisier than the rest: with the store's
+# median as every series' prior, one series of 60 with ±6% a night of its own showed a change in 7 of 100
+# unchanged stores at 10, 2 at 1 (3 with each series' noise its own).
+PRIOR_WEIGHT = 1
+# The fewest series of a test whose median noise is its series' prior (fewer: the store's).
+PRIOR_SIBLINGS = 4
+# The F test's level at which a series is noisier than its prior and keeps its own noise.
+NOISIER = 0.05
 # Environment facts that differ between any two runs and explain nothing.
 TRANSIENT_FACTS = ("harness_scheduling", "profiling", "merged_from", "ab", "bisect", "hostname")
 
 
-# The distributions' functions straight from scipy.special, which scipy.stats.t and kstwobign call for these
-# (the same floats): scipy.stats takes three times as long to import, a second of a `show` or a short
-# `history`. Imported on the first test a history makes, so a command that has none to make starts without it.
-def t_two_sided(t: float, df: float) -> float:
-    """P(|T| >= |t|) for Student's t with df degrees of freedom."""
-    from scipy.special import stdtr
-
-    return float(2 * stdtr(df, -abs(t)))
-
-
-@functools.lru_cache(maxsize=4096)
-def t_quantile(level: float, df: float) -> float:
-    """The t that a two-sided interval of confidence `level` reaches (level 0.95: the 97.5% quantile)."""
-    from scipy.special import stdtrit
-
-    return float(stdtrit(df, 0.5 + level / 2))
-
-
-def kolmogorov_tail(x: float) -> float:
-    """P(sup |B(t)| >= x) for a Brownian bridge B: Kolmogorov's limiting distribution's upper tail."""
-    from scipy.special import kolmogorov
-
-    return float(kolmogorov(x))
+# The t quantile is asked for with the same few degrees of freedom over and over: its Newton steps once each.
+t_quantile = functools.lru_cache(maxsize=4096)(tails.t_quantile)
 
 
 class Order(Enum):
@@ -173,8 +170,8 @@ class Change:
     cores: int
     before: int
     after: int
-    first: int  # the old level's first run and the new level's last, as the test compared them
-    last: int
+    old_first: int  # the old level's first run and the new level's last, as the test compared them
+    new_last: int
     difference: Difference
     p_adjusted: float
 
@@ -203,13 +200,13 @@ class Shift:
         return {c: d for c, d in sorted(self.by_cores.items()) if d.significant}
 
     def kind(self) -> Kind:
-        counts = sorted(self.by_cores)
-        if len(counts) < 2 or counts[0] != 1:
+        cores = sorted(self.by_cores)
+        if len(cores) < 2 or cores[0] != 1:
             return Kind.UNKNOWN
         moved = self.moved()
         if len({d.ratio > 1 for d in moved.values()}) > 1:
             return Kind.OPPOSITE
-        one, most = counts[0] in moved, counts[-1] in moved
+        one, most = cores[0] in moved, cores[-1] in moved
         if one and most:
             return Kind.EVERY_CORE
         if most:
@@ -237,7 +234,7 @@ class History:
     runs: list[RunInfo]
     series: list[PointSeries]
     shifts: list[Shift]
-    candidates: int  # the hypotheses tested, over which the correction was made
+    hypotheses: int  # how many were tested, over which the correction was made
     other_machines: list[tuple[Machine, int]]  # the store's other machines and their runs
     left_out: list[str]  # runs not placed in this order, and why
 
@@ -319,6 +316,22 @@ def noise(values: np.ndarray) -> float:
     return max(math.sqrt(float(np.mean(trimmed**2)) / (2 * share)), NOISE_FLOOR)
 
 
+def within_runs(trials: list[tuple[float, ...]]) -> float:
+    """The noise of a run's mean that its trials alone imply (absolute): their variance within runs, pooled,
+    over the trials a run has (their harmonic mean). A run's mean varies at least that much from night to
+    night, so it bounds the successive differences' estimate from below, which on 20 runs read 0.0066 in a
+    series whose runs' own trials said 0.013 and made a change of a machine's two modes clustering."""
+    squares, df, runs, inverse = 0.0, 0, 0, 0.0
+    for t in trials:
+        if len(t) >= 2:
+            mean = statistics.fmean(t)
+            squares += sum((x - mean) ** 2 for x in t)
+            df += len(t) - 1
+            runs += 1
+            inverse += 1 / len(t)
+    return math.sqrt(squares / df * inverse / runs) if df else 0.0
+
+
 class _Sums:
     """Running sums of a series: any stretch's squared deviations from its own mean in O(1)."""
 
@@ -371,7 +384,7 @@ def pelt(values: np.ndarray, penalty: float, jump: int = 1) -> list[int]:
 SPLIT_POINTS = 50
 
 
-def candidates(values: np.ndarray, sigma: float) -> list[int]:
+def boundaries(values: np.ndarray, sigma: float) -> list[int]:
     """Where PELT places a change in a series of run means scaled by their median, of noise σ (each index
     the first run of a new level)."""
     n = len(values)
@@ -403,7 +416,15 @@ def _difference(a: np.ndarray, b: np.ndarray, floor: float, floor_df: float) -> 
     parts = []
     for side in (a, b):
         own = float(side.var(ddof=1)) if len(side) >= 2 else 0.0
-        variance, df = (own, len(side) - 1) if own > floor * floor else (floor * floor, floor_df)
+        variance, df = floor * floor, floor_df
+        if own > floor * floor and floor > 0:
+            # A side that spreads more than the series' noise says so, weighed against that noise as
+            # Smyth's moderated variance weighs a gene's own against all genes': its 9 degrees of freedom
+            # alone would set a t that needs 8.8 for the p a 60-series family asks (6.1 at 18, 4.5 at 200).
+            # The same runs made the noise: no degrees of freedom are added.
+            variance = (floor_df * floor * floor + (len(side) - 1) * own) / (floor_df + len(side) - 1)
+        elif own > floor * floor:
+            variance, df = own, len(side) - 1
         parts.append((variance / len(side), df))
     se2 = sum(v for v, _ in parts)
     if se2 == 0:
@@ -442,18 +463,26 @@ class _Fit:
         self.series = series
         self.measured = series.measured()
         self.means = np.asarray([statistics.fmean(series.trials[i]) for i in self.measured])
-        self.level = float(np.median(self.means)) if len(self.means) else 0.0
+        # statistics' median: numpy's imports numpy.ma on its first call, 30 ms of a short history's start.
+        self.level = statistics.median(self.means.tolist()) if len(self.means) else 0.0
         usable = len(self.measured) >= FEWEST_RUNS and self.level > 0
         self.scaled = self.means / self.level if usable else self.means
-        self.sigma = noise(self.scaled) if usable else NOISE_FLOOR
+        self.sigma = NOISE_FLOOR
+        if usable:
+            self.sigma = max(noise(self.scaled), within_runs([series.trials[i] for i in self.measured]) / self.level)
+        self.df = max(1, len(self.measured) - 2)  # the noise's degrees of freedom
         self.sums = _Sums(self.scaled)
-        self.bounds: list[int] = candidates(self.scaled, self.sigma) if usable else []
         self.newest = usable and self.measured[-1] == newest
-        # The newest run against the level before it: a change it begins has one run so far.
-        if self.newest and len(self.measured) - 1 not in self.bounds:
-            self.bounds.append(len(self.measured) - 1)
+        self.bounds: list[int] = []
         self.ramps: list[_Ramp] = []
         self.usable = usable
+
+    def search(self) -> None:
+        """The first pass (once the noise is settled): PELT's boundaries, and the newest run against the level
+        before it, since a change it begins has one run so far."""
+        self.bounds = boundaries(self.scaled, self.sigma)
+        if self.newest and len(self.measured) - 1 not in self.bounds:
+            self.bounds.append(len(self.measured) - 1)
 
     @property
     def n(self) -> int:
@@ -468,7 +497,7 @@ class _Fit:
         CUSUM p of a change anywhere in the two levels); the newest run alone was chosen for being newest."""
         edges = self.edges()
         lo, b, hi = edges[j], edges[j + 1], edges[j + 2]
-        d = _difference(self.means[lo:b], self.means[b:hi], self.sigma * self.level, max(1, self.n - 2))
+        d = _difference(self.means[lo:b], self.means[b:hi], self.sigma * self.level, self.df)
         p = d.p if d.p is not None else 1.0
         if b == self.n - 1 and self.newest:
             return d, p
@@ -550,7 +579,7 @@ class _Fit:
         rss = float(y @ y) - (first * uy + last * wy)
         i = int(np.argmin(rss))
         spread2 = max(float(rss[i]) / max(1, m - 4), self.sigma**2)
-        df = max(1, m - 4) if spread2 > self.sigma**2 else max(1, self.n - 2)
+        df = max(1, m - 4) if spread2 > self.sigma**2 else self.df
         se = math.sqrt(spread2 * (suu[i] + sww[i] + 2 * suw[i]) / det[i])
         half = t_quantile(CONFIDENCE, df) * se
         f, g = float(first[i]), float(last[i])
@@ -583,7 +612,17 @@ class _Candidate:
 def _place_events(fits: list[_Fit]) -> None:
     """One change per event: the boundaries of one test's series (variants and core counts) within
     CLUSTER_RUNS runs of each other, never two of one series, are moved to the run where the sum of every
-    one's squared deviations (in its own noise) is least, so each series is then sized at that run."""
+    one's squared deviations (in its own noise) is least, so each series is then sized at that run. Again
+    until none moves: a cluster's window starts at its earliest boundary, so a boundary just past it makes a
+    cluster of its own until the first has settled within its reach (one 5% step read as #10 and #11)."""
+    for _ in range(5):
+        if not _place_once(fits):
+            return
+
+
+def _place_once(fits: list[_Fit]) -> bool:
+    """One pass of _place_events; whether a boundary moved."""
+    moved = False
     by_test: dict[tuple[str, str], list[tuple[int, _Fit, int]]] = {}
     for fit in fits:
         for j, b in enumerate(fit.bounds):
@@ -597,11 +636,14 @@ def _place_events(fits: list[_Fit]) -> None:
                 cluster.append(member)
             else:
                 clusters.append([member])
+        events: list[tuple[int, list[tuple[int, _Fit, int]]]] = []  # the clusters of two or more, at their run
         for cluster in clusters:
             runs = sorted({m[0] for m in cluster})
             if len(runs) < 2:
+                if len(cluster) > 1:
+                    events.append((runs[0], cluster))
                 continue
-            best, where = math.inf, None
+            best, where, at = math.inf, None, runs[0]
             for run in range(runs[0], runs[-1] + 1):
                 splits = [(fit, j, fit.split_at(j, run)) for _, fit, j in cluster]
                 if any(b is None for _, _, b in splits):
@@ -609,9 +651,34 @@ def _place_events(fits: list[_Fit]) -> None:
                 edges = [fit.edges() for fit, _, _ in splits]
                 total = sum(fit.cost(e[j], b, e[j + 2]) for (fit, j, b), e in zip(splits, edges, strict=True))
                 if total < best:
-                    best, where = total, splits
+                    best, where, at = total, splits, run
             for fit, j, b in where or []:
+                moved |= fit.bounds[j] != b
                 fit.bounds[j] = b
+            events.append((at, cluster))
+        for cluster in clusters:
+            moved |= bool(events) and len(cluster) == 1 and _join(cluster[0][1], cluster[0][2], events)
+    return moved
+
+
+def _join(fit: _Fit, j: int, events: list[tuple[int, list[tuple[int, _Fit, int]]]]) -> bool:
+    """A series' boundary alone at its run, where others of its test moved together at another run: noise
+    placed it there when its split at their run costs at most a boundary's penalty (2 ln n, in its noise) more
+    than its own, and it joins them (one 5% step at #10 read at #13 in one of ten series). The newest run's
+    own candidate stays: it is the CI gate's question."""
+    if fit.newest and fit.bounds[j] == fit.n - 1:
+        return False
+    run = fit.measured[fit.bounds[j]]
+    for at, members in sorted(events, key=lambda e: abs(e[0] - run)):
+        b = fit.split_at(j, at)
+        if at == run or b is None or any(m[1] is fit for m in members):
+            continue
+        edges = fit.edges()
+        if fit.cost(edges[j], b, edges[j + 2]) - fit.cost(edges[j], fit.bounds[j], edges[j + 2]) <= 2 * math.log(fit.n):
+            fit.bounds[j] = b
+            return True
+        return False
+    return False
 
 
 def _settle_drifts(fits: list[_Fit]) -> None:
@@ -673,6 +740,42 @@ def _candidates_of(fit: _Fit) -> list[_Candidate]:
     return out
 
 
+def _moderate(fits: list[_Fit]) -> None:
+    """Each series' noise weighed with its test's, as Smyth's empirical Bayes weighs a gene's variance with
+    all genes' (limma): σ² read from 19 successive differences is uncertain by a third, and Student's t with
+    18 degrees of freedom needs 6.1 for the p that a 60-series family asks where one with 200 needs 4.5. The
+    prior, the median σ² of the series' test (of the store's where the test has few series), weighs d0
+    degrees of freedom, from how far the store's ln σ² spread beyond what their own degrees of freedom
+    explain (Var ln χ²_d = ψ′(d/2)): where noises truly differ they spread more, and each series keeps more
+    of its own; d0 is at most PRIOR_WEIGHT times a series' own. A series whose own σ² is above the prior's
+    beyond chance (F test, NOISIER) keeps its own, as limma's robust option does: one noisy series among
+    quiet siblings is not their spread."""
+    if len(fits) < MODERATED_SERIES:
+        return
+    own = statistics.median(f.df for f in fits)
+    beyond = statistics.variance([2 * math.log(f.sigma) for f in fits]) - tails.trigamma(own / 2)
+    prior_df = PRIOR_WEIGHT * own
+    if beyond > 0:
+        low, high = 1e-3, prior_df  # ψ′ falls: the d0 whose ψ′(d0/2) is the spread beyond, by bisection
+        while high / low > 1.001:
+            middle = math.sqrt(low * high)
+            low, high = (middle, high) if tails.trigamma(middle / 2) > beyond else (low, middle)
+        prior_df = low
+    # A test's series (its variants and core counts: one code path, one unit) share their noise more than the
+    # store's do: the prior is the median of its own where it has a few.
+    by_test: dict[tuple[str, str], list[float]] = {}
+    for f in fits:
+        by_test.setdefault((f.series.key.workload, f.series.key.test), []).append(f.sigma**2)
+    store = statistics.median(f.sigma**2 for f in fits)
+    for f in fits:
+        siblings = by_test[f.series.key.workload, f.series.key.test]
+        prior = statistics.median(siblings) if len(siblings) >= PRIOR_SIBLINGS else store
+        if tails.f_upper(f.sigma**2 / prior, f.df, prior_df) < NOISIER:
+            continue
+        f.sigma = math.sqrt((prior_df * prior + f.df * f.sigma**2) / (prior_df + f.df))
+        f.df = f.df + prior_df
+
+
 def _adjusted(p_values: list[float], tested: int) -> list[float]:
     """Holm's step-down adjustment over `tested` hypotheses, of which these are the ones with a p (the
     others were merged away or found nothing): the chance of any false change among all stays under
@@ -693,6 +796,9 @@ def find_shifts(runs: list[RunInfo], series: list[PointSeries]) -> tuple[list[Sh
     newest = len(runs) - 1
     fits = [_Fit(s, newest) for s in series]
     usable = [f for f in fits if f.usable]
+    _moderate(usable)
+    for fit in usable:
+        fit.search()
     # Merged down to the boundaries that would pass a Bonferroni correction over the series; Holm over all
     # that remain decides.
     threshold = FAMILY_ALPHA / max(1, len(usable))
@@ -708,7 +814,7 @@ def find_shifts(runs: list[RunInfo], series: list[PointSeries]) -> tuple[list[Sh
     for cand, p_adj in zip(found, adjusted, strict=True):
         if p_adj < FAMILY_ALPHA:
             kept.setdefault((cand.series.key, cand.start, cand.end, cand.shape), []).append((cand, p_adj))
-    noise_of = {id(f.series): (f.sigma * f.level, max(1, f.n - 2)) for f in fits if f.usable}
+    noise_of = {id(f.series): (f.sigma * f.level, f.df) for f in fits if f.usable}
     by_key: dict[SeriesKey, list[PointSeries]] = {}
     for s in series:
         by_key.setdefault(s.key, []).append(s)
@@ -716,7 +822,7 @@ def find_shifts(runs: list[RunInfo], series: list[PointSeries]) -> tuple[list[Sh
     for (key, start, end, shape), confirmed in kept.items():
         changes = sorted((Change(c.series.cores, start, end, c.before[0], c.after[-1], c.difference, p_adj)
                           for c, p_adj in confirmed), key=lambda c: c.cores)
-        first, last = min(c.first for c in changes), max(c.last for c in changes)
+        first, last = min(c.old_first for c in changes), max(c.new_last for c in changes)
         span_before, span_after = range(first, start + 1), range(end, last + 1)
         by_cores: dict[int, Difference] = {}
         for s in sorted(by_key[key], key=lambda s: s.cores):
@@ -799,17 +905,18 @@ def _environment(before: RunInfo, after: RunInfo) -> list[tuple[str, list[str]]]
 # From stored rows
 
 
-def point_series(runs: list[RunInfo], rows: Iterable[tuple], selections: list[str]) -> list[PointSeries]:
-    """(run_id, workload, test, variant, cores, throughput, ok, interfered) rows as series of per-core
-    throughput (cells.per_core), each run's trials those that count (cells.counts: ok, not interfered)."""
+def point_series(runs: list[RunInfo], rows: Iterable[HistoryRow], selections: list[str]) -> list[PointSeries]:
+    """The store's rows as series of per-core throughput (cells.per_core), each run's trials those that count
+    (cells.counts: ok, not interfered)."""
     index = {r.id: i for i, r in enumerate(runs)}
     # A store of 500 runs holds 100,000 rows: a test's selection is decided once, and a key made per series.
     chosen: dict[tuple[str, str], bool] = {}
     trials: dict[tuple[str, str, str, int], list[list[float]]] = {}
-    for run_id, workload, test, variant, cores, throughput, ok, interfered in rows:
-        i = index.get(run_id)
-        if i is None or throughput is None or not counts(ok, interfered):
+    for row in rows:
+        i = index.get(row.run_id)
+        if i is None or row.throughput is None or not counts(row.ok, row.interfered):
             continue
+        workload, test, variant, cores = row.workload, row.test, row.variant, row.cores
         if selections:
             wanted = chosen.get((workload, test))
             if wanted is None:
@@ -819,7 +926,7 @@ def point_series(runs: list[RunInfo], rows: Iterable[tuple], selections: list[st
         slots = trials.get((workload, test, variant, cores))
         if slots is None:
             slots = trials[workload, test, variant, cores] = [[] for _ in runs]
-        slots[i].append(per_core(throughput, cores))
+        slots[i].append(per_core(row.throughput, cores))
     out = [PointSeries(SeriesKey(workload, test, variant), cores, [tuple(t) for t in slots])
            for (workload, test, variant, cores), slots in trials.items()]
     out.sort(key=lambda s: (s.key.workload, s.key.test, s.key.variant, s.cores))
@@ -831,8 +938,8 @@ def selected(workload: str, test: str, selections: list[str]) -> bool:
     return any(sel == workload or sel == f"{workload}/{test}" for sel in selections)
 
 
-def build(rows: list[dict[str, Any]], point_rows: Any, selections: list[str], host: str | None,
-          order: Order, tree: Path | None) -> History:
+def build(rows: list[dict[str, Any]], point_rows: Callable[[list[int]], Iterable[HistoryRow]], selections: list[str],
+          host: str | None, order: Order, tree: Path | None) -> History:
     """The history of one machine from the store's runs (`rows`, as Store.list_runs gives them) and a
     callable giving their points' lean rows (Store.history_points)."""
     if not rows:
@@ -886,7 +993,8 @@ def bisect_target(h: History) -> BisectTarget | None:
     return None
 
 
-def of_run(rows: list[dict[str, Any]], point_rows: Any, run: dict[str, Any]) -> History | None:
+def of_run(rows: list[dict[str, Any]], point_rows: Callable[[list[int]], Iterable[HistoryRow]], run: dict[str, Any]
+           ) -> History | None:
     """The history a report of `run` shows: the tests it measured over its machine's runs up to it (so that
     a report of an older run reads the same whatever came after), in time order; None where none of its
     points was measured by FEWEST_RUNS runs (a guest's suite of one-off tests has no history)."""
@@ -895,8 +1003,8 @@ def of_run(rows: list[dict[str, Any]], point_rows: Any, run: dict[str, Any]) -> 
             and (r["started_at"], r["id"]) <= (run["started_at"], run["id"])]
     if len(mine) < FEWEST_RUNS:
         return None
-    tests = sorted({f"{w}/{t}" for _, w, t, _, _, per_core, ok, interfered in point_rows([run["id"]])
-                    if per_core is not None and counts(ok, interfered)})
+    tests = sorted({f"{r.workload}/{r.test}" for r in point_rows([run["id"]])
+                    if r.throughput is not None and counts(r.ok, r.interfered)})
     if not tests:
         return None
     h = build(mine, point_rows, tests, machine.hostname, Order.TIME, None)

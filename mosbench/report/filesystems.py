@@ -27,7 +27,7 @@ from matplotlib.ticker import EngFormatter, MaxNLocator
 
 from mosbench.analysis.cells import Series, group_by_test, rate_scale
 from mosbench.report.plots import COLORS
-from mosbench.report.rows import Column, TableModel, grade
+from mosbench.report.rows import GRADES, Column, TableModel, grade
 from mosbench.workloads.fxmark import BY_NAME, OPERATIONS, Fxmark, Operation
 
 WORKLOAD = Fxmark.name
@@ -131,7 +131,7 @@ def ratio_table(curves: list[OperationCurves]) -> TableModel | None:
     title = f"File systems × operations: per-core throughput at {at} relative to one core (FxMark's Figure 2)"
     t = TableModel(title, [Column("operation", left=True), Column("sharing", left=True),
                            *(Column(fs, wraps=True) for fs in systems)],
-                   note="1.00 scales perfectly; good from 0.90, poor below 0.50. A blank cell (–) was not measured; "
+                   note=f"1.00 scales perfectly; {GRADES}. A blank cell (–) was not measured; "
                         "a word says why a measured one has no ratio.")
     kinds = [c.operation.name[0] for c in curves]
     t.breaks = {i for i in range(len(curves) - 1) if kinds[i] != kinds[i + 1]}  # data apart from metadata

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mosbench.filenames import file_stem
 from mosbench.report import rows
 
 
@@ -62,6 +63,6 @@ def draw_scaling(name: str, group: list, fits: dict, up_to: int, output):
     fig = plots.scaling_figure(group, fits, up_to)
     if not fig:
         return None
-    stem = f"{plots.file_stem(name)}_scaling"
+    stem = f"{file_stem(name)}_scaling"
     plots.save(fig, output, stem)
     return output / stem

@@ -120,22 +120,25 @@ def _runs(h: History, shift: Shift) -> str:
     return f"{h.runs[shift.before].name} {mark} {h.runs[shift.after].name}"
 
 
-def shifts_table(h: History) -> TableModel:
+def shifts_table(h: History, anchors: dict[int, str] | None = None) -> TableModel:
+    """Every change, a row each; `anchors` (the report's ids of their explanations, by the change's index
+    in h.shifts) link a row's size to why it happened."""
+    anchors = anchors or {}
     t = TableModel(
-        f"Changes: {len(h.shifts)} among {h.candidates} hypotheses (Holm-adjusted at {FAMILY_ALPHA:g})",
+        f"Changes: {len(h.shifts)} among {h.hypotheses} hypotheses (Holm-adjusted at {FAMILY_ALPHA:g})",
         [Column("test", left=True), Column("runs", left=True), Column("cores"), Column("after/before"),
          Column("p adj."), Column("kind", left=True), Column("kernels", left=True, essential=False)],
         note="runs: a step between two runs (→) or a drift over the runs between (…); after/before: the new "
              "level's mean per-core throughput over the old one's, 95% interval, at the most cores where the "
              "change was confirmed; p adj.: Holm-adjusted for every candidate of every series; kind: "
              "from each core count's own test. Each change is told in full after the table.")
-    for shift in h.shifts:
+    for i, shift in enumerate(h.shifts):
         change = max(shift.changes, key=lambda c: c.cores)
         d = change.difference
         before, after = h.runs[shift.before], h.runs[shift.after]
         t.add([shift.key.name, _runs(h, shift), str(change.cores), _interval(d.ratio, d.low, d.high),
                p_value(change.p_adjusted), shift.kind().value, f"{before.kernel} → {after.kernel}"],
-              cell_styles={3: "poor" if d.ratio < 1 else "good"})
+              cell_styles={3: "poor" if d.ratio < 1 else "good"}, links={3: anchors[i]} if i in anchors else None)
     return t
 
 
@@ -282,7 +285,7 @@ def _difference_json(d) -> dict[str, Any]:
 def as_json(h: History, fail_on: float | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "machine": {"hostname": h.machine.hostname, "topology": h.machine.topology},
-        "order": h.order.value, "alpha": FAMILY_ALPHA, "candidates": h.candidates,
+        "order": h.order.value, "alpha": FAMILY_ALPHA, "candidates": h.hypotheses,
         "p_values": "p_adjusted: Holm over every candidate of every series; by_cores: each count's own, unadjusted",
         "runs": [_run_json(r) for r in h.runs],
         "series": [{"workload": s.key.workload, "test": s.key.test, "variant": s.key.variant, "cores": s.cores,

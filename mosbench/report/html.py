@@ -18,7 +18,8 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from mosbench.analysis import cells as analysis
-from mosbench.analysis import commute, compare, explain, models, profiles, verdict
+from mosbench.analysis import commute, compare, explain, explain_history, models, profiles, verdict
+from mosbench.filenames import file_stem
 from mosbench.report import commute as commute_report
 from mosbench.report import filesystems, flamegraph, plots, rows, sections, webmethod, whatchanged
 from mosbench.report import history as history_report
@@ -53,7 +54,7 @@ def _profiles(group: list[analysis.Series], found: profiles.BySeries, files: Pat
             s.name, s.variant, s.unit, low, high, by_cores[low], by_cores[high])}
         if graph := flamegraph.svg(by_cores[low], by_cores[high], low, high, s.unit):
             files.mkdir(parents=True, exist_ok=True)
-            (files / f"{stem}_{plots.file_stem(s.variant)}_flame.svg").write_text(graph)
+            (files / f"{stem}_{file_stem(s.variant)}_flame.svg").write_text(graph)
             entry["flame"] = Markup(graph)
         out.append(entry)
     return out
@@ -71,7 +72,7 @@ class _SectionJob:
     def section(self, name: str) -> dict[str, Any]:
         """One test's section: its figures, fits, profiles and verdicts (each test's apart from the others')."""
         group, files = self.groups[name], self.files
-        stem = plots.file_stem(name)
+        stem = file_stem(name)
         title = f"{name} ({group[0].unit})"
         svg = plots.save(plots.test_figure(group, title), files, stem)
         samples_fig = plots.samples_figure(group)
@@ -124,7 +125,7 @@ def _figures(view: sections.View, built: list[sections.Section], files: Path) ->
             drawn = []
             for r in s.runs:
                 matrix = commute_report.heat_map(r.found, kernels[r.label])
-                where = files / plots.file_stem(r.label) if len(view.runs) > 1 else files
+                where = files / file_stem(r.label) if len(view.runs) > 1 else files
                 drawn.append(Markup(plots.save(matrix, where, "commute_matrix")) if matrix else None)
             out[s.anchor] = {"figures": drawn}
         elif isinstance(s, sections.FileSystems):
@@ -140,8 +141,18 @@ def _figures(view: sections.View, built: list[sections.Section], files: Path) ->
         elif isinstance(s, sections.WebMethod):
             out[s.anchor] = {"figures": [
                 Markup(plots.save(webmethod.baseline_figure(b.name, b.steps, b.verdict, b.series.unit), files,
-                                  f"{plots.file_stem(b.series.name)}_{plots.file_stem(b.series.variant)}_baseline"))
+                                  f"{file_stem(b.series.name)}_{file_stem(b.series.variant)}_baseline"))
                 for b in s.baselines]}
+    return out
+
+
+def _anchors(explained: tuple[explain.Explained, ...]) -> dict[str, dict[analysis.PointKey, str]]:
+    """The ids of the comparison's explained changes in What changed, by the other run's label and point:
+    what the comparison tables link their verdicts to."""
+    out: dict[str, dict[analysis.PointKey, str]] = {}
+    for x in explained:
+        if isinstance(x.found, explain.Explanation):
+            out.setdefault(x.found.labels[1], {})[x.change.point] = whatchanged.anchor(x)
     return out
 
 
@@ -176,11 +187,13 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
     params = runs[0]["plan"].get("params", {})
     no_profile = verdict.profile_advice(runs[0]["environment"])
     compared = compare.compare_runs(runs, per_run, labels) if several else None
+    explained = tuple(explain.comparison(compared, runs, every_run)) if compared else ()
+    found_history = history_report.of_run(db, runs[0])
     view = sections.View(series, found_profiles, tuple(
         sections.RunSeries(label, run_series, run_profiles, r["environment"].get("kernel", "this kernel"))
         for r, label, run_series, run_profiles in zip(runs, labels, per_run, per_run_profiles, strict=True)),
-        no_profile, history_report.of_run(db, runs[0]),
-        tuple(explain.comparison(compared, runs, every_run)) if compared else ())
+        no_profile, found_history, explained,
+        tuple(explain_history.explained(db, found_history)) if found_history else ())
     built = sections.build(view)
     tests = [s for s in built if isinstance(s, sections.Test)]
     drawn = _in_parallel(_SectionJob({t.name: t.group for t in tests}, found_profiles, files, params, up_to,
@@ -204,7 +217,7 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
         interference_banner=rows.interference_banner(series), explain_floor=explain.FLOOR,
         sections=[(s, figures.get(s.anchor, {})) for s in built], scales_at=commute.SCALES_AT,
         failures=failures,
-        comparison=rows.comparison_tables(compared) if compared else None,
+        comparison=rows.comparison_tables(compared, _anchors(explained)) if compared else None,
         files=files.name,
     )
     output.write_text(html)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import math
-import re
 from pathlib import Path
 
 import matplotlib
@@ -337,7 +336,3 @@ def save(fig: Figure, directory: Path, stem: str) -> str:
     (directory / f"{stem}.svg").write_text(svg)
     plt.close(fig)
     return svg[svg.index("<svg"):]  # drop the XML prolog and doctype: the HTML embeds the element itself
-
-
-def file_stem(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)

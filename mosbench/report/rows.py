@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mosbench.analysis.cells import (
+    PointKey,
     Series,
     Trial,
     columns_for,
@@ -33,9 +34,14 @@ def rate(per_s: float, s: Series) -> str:
     return si(per_s * factor) + ("/h" if per == "hour" else "/s")
 
 
+GOOD = 0.9  # a scaling ratio from which it is good: near perfect
+POOR = 0.5  # and below which poor: half of one core's throughput per core lost
+GRADES = f"good from {GOOD:.2f}, poor below {POOR:.2f}"  # for a table's note
+
+
 def grade(ratio: float) -> str:
-    """A scalability ratio in words: good from 0.9 (near perfect), poor below 0.5 (half lost)."""
-    return "good" if ratio >= 0.9 else "fair" if ratio >= 0.5 else "poor"
+    """A scaling ratio in words: good, fair or poor."""
+    return "good" if ratio >= GOOD else "fair" if ratio >= POOR else "poor"
 
 
 def cpu_unit(s: Series) -> tuple[float, str]:
@@ -76,6 +82,7 @@ class Row:
     cells: list[str]
     style: str | None = None  # for the whole row: "failed"
     cell_styles: dict[int, str] = field(default_factory=dict)  # per cell: "good", "fair", "poor", "failed"
+    links: dict[int, str] = field(default_factory=dict)  # per cell: the report's id it links to (HTML only)
 
 
 @dataclass
@@ -86,8 +93,9 @@ class TableModel:
     breaks: set[int] = field(default_factory=set)  # a divider after these row indexes
     note: str | None = None  # how to read it, under the table: what a short column title cannot say
 
-    def add(self, cells: list[str], style: str | None = None, cell_styles: dict[int, str] | None = None) -> None:
-        self.rows.append(Row(cells, style, cell_styles or {}))
+    def add(self, cells: list[str], style: str | None = None, cell_styles: dict[int, str] | None = None,
+            links: dict[int, str] | None = None) -> None:
+        self.rows.append(Row(cells, style, cell_styles or {}, links or {}))
 
     def column(self, title: str) -> list[str]:
         i = [c.title for c in self.columns].index(title)
@@ -101,7 +109,8 @@ class TableModel:
         t = TableModel(title, [self.columns[i] for i in picked], breaks=set(self.breaks), note=note)
         for r in self.rows:
             t.add([r.cells[i] for i in picked], r.style,
-                  {new: r.cell_styles[old] for new, old in enumerate(picked) if old in r.cell_styles})
+                  {new: r.cell_styles[old] for new, old in enumerate(picked) if old in r.cell_styles},
+                  {new: r.links[old] for new, old in enumerate(picked) if old in r.links})
         return t
 
 
@@ -445,9 +454,10 @@ def environment_table(labels: list[str], differences: list[tuple[str, list[str]]
     return t
 
 
-def change_table(base: str, other: str, found: list) -> TableModel:
+def change_table(base: str, other: str, found: list, anchors: dict[PointKey, str] | None = None) -> TableModel:
     """Each matched point: both runs' mean per-core throughput ± its spread over n trials, the ratio
-    with its 95% interval and Welch's p; styled only where the change is significant."""
+    with its 95% interval and Welch's p; styled only where the change is significant, its verdict linked
+    to its explanation where `anchors` (the report's ids by point) holds one."""
     from mosbench.analysis.cells import workload_of
     from mosbench.analysis.significance import ALPHA
 
@@ -481,15 +491,16 @@ def change_table(base: str, other: str, found: list) -> TableModel:
         style = {} if not c.significant else {5: "good" if c.ratio > 1 else "poor",
                                               7: "good" if c.ratio > 1 else "poor"}
         t.add([name, k.variant, str(k.cores), mean_sd(c.base, factor, per), mean_sd(c.other, factor, per), ratio, p,
-               c.verdict], cell_styles=style)
+               c.verdict], cell_styles=style, links={7: anchors[k]} if anchors and k in anchors else None)
     return t
 
 
-def comparison_tables(found) -> list[TableModel]:
+def comparison_tables(found, anchors: dict[str, dict[PointKey, str]] | None = None) -> list[TableModel]:
     """A compare.Comparison as tables: the environment's differences first, then each run's changes on the
     points it shares with the baseline, with one line for what either side holds alone. Runs that share no
     point with it are not compared (a table of "not measured" rows says nothing): one table says what each
-    run holds, and the report shows them side by side in their own sections."""
+    run holds, and the report shows them side by side in their own sections. `anchors`: the report's ids
+    of the changes' explanations, by run label and point."""
     from mosbench.analysis.compare import Side, unmatched
 
     base = found.labels[0]
@@ -508,7 +519,7 @@ def comparison_tables(found) -> list[TableModel]:
             t.add([unmatched(changes, Side.OTHER).text()])
             tables.append(t)
             continue
-        t = change_table(base, other, [c for c in changes if c.matched])
+        t = change_table(base, other, [c for c in changes if c.matched], (anchors or {}).get(other))
         alone = [f"{label}: {u.text()}" for label, u in ((base, unmatched(changes, Side.BASELINE)),
                                                            (other, unmatched(changes, Side.OTHER))) if u.points]
         if alone:

@@ -17,14 +17,15 @@ from typing import ClassVar
 
 from mosbench.analysis import baseline, commute, verdict
 from mosbench.analysis.cells import Series, group_by_test, workload_of
-from mosbench.analysis.explain import Explained
+from mosbench.analysis.explain import Explained, Explanation
+from mosbench.analysis.explain_history import HistoryExplained
 from mosbench.analysis.history import History
 from mosbench.analysis.profiles import BySeries
+from mosbench.filenames import file_stem
 from mosbench.report import commute as commute_report
 from mosbench.report import filesystems, network, rows, webmethod, whatchanged
 from mosbench.report import history as history_report
 from mosbench.report.network import NetworkGroup
-from mosbench.report.plots import file_stem
 from mosbench.report.rows import TableModel
 
 Profiles = BySeries
@@ -67,6 +68,7 @@ class View:
     no_profile: str  # verdict.profile_advice for the runs' machine
     history: History | None = None  # the first run's machine's runs up to it (analysis/history.of_run)
     explained: tuple[Explained, ...] = ()  # each significant change against the first run, why (analysis/explain)
+    history_explained: tuple[HistoryExplained, ...] = ()  # each of the history's changes, why (explain_history)
 
     @property
     def curves(self) -> list[Series]:
@@ -185,11 +187,14 @@ class HistorySection(Section):
     nav = "History"
     found: History
     series: TableModel  # each test's one-core and most-cores series over the runs
-    changes: TableModel
+    changes: TableModel  # each row linked to its explanation in What changed, where its sides were profiled
     lines: tuple[Line, ...]  # each change told in full
+    unexplained: whatchanged.Unexplained | None = None  # the changes a side of which was not profiled
 
     def items(self) -> list[Item]:
-        return [self.series, self.changes, *self.lines]
+        left = self.unexplained
+        return [self.series, self.changes, *self.lines,
+                *((Line(left.line, False), *(Line(c, False) for c in left.commands)) if left else ())]
 
 
 @dataclass(frozen=True)
@@ -268,12 +273,20 @@ def _history(view: View) -> list[Section]:
     h = view.history
     if h is None:
         return []
-    return [HistorySection(h, history_report.series_table(h), history_report.shifts_table(h),
-                           tuple(Line(text, True) for text in history_report.summary_lines(h)))]
+    index = {id(shift): i for i, shift in enumerate(h.shifts)}
+    # A change's row shows its most cores: the explanation there, else at the most cores explained.
+    anchors = {index[id(x.shift)]: whatchanged.anchor(x) for x in sorted(view.history_explained,
+                                                                          key=lambda x: x.change.cores)
+               if isinstance(x.found, Explanation) and id(x.shift) in index}
+    return [HistorySection(h, history_report.series_table(h), history_report.shifts_table(h, anchors),
+                           tuple(Line(text, True) for text in history_report.summary_lines(h)),
+                           whatchanged.unexplained(list(view.history_explained)))]
 
 
 def _what_changed(view: View) -> list[Section]:
-    found = whatchanged.blocks(list(view.explained), whatchanged.REPORT_TOP)
+    """The comparison's changes and the history's, each explained; the commands that would profile the
+    comparison's unprofiled sides (the history's are in its own section, beside its changes)."""
+    found = whatchanged.blocks([*view.explained, *view.history_explained], whatchanged.REPORT_TOP)
     left = whatchanged.unexplained(list(view.explained))
     return [WhatChanged(tuple(found), left)] if found or left else []
 

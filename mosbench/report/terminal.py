@@ -154,10 +154,11 @@ UNFINISHED = {"killed": "was killed before it finished (its harness died)",
               "incomplete": "was interrupted before it finished"}
 
 
-def print_run(out: Console, r: dict, pts: list[dict], history, resume: str, wide: bool = False) -> None:
+def print_run(out: Console, r: dict, pts: list[dict], history, resume: str, wide: bool = False,
+              history_explained: tuple = ()) -> None:
     """`mosbench show`: the run's machine, how to finish it where it was stopped (`resume`, the command),
-    the interference that marks its points, then its sections (`history`: report/history.of_run's), the
-    overview last."""
+    the interference that marks its points, then its sections (`history`: report/history.of_run's, its
+    changes explained by `history_explained`), the overview last."""
     from rich.text import Text
 
     from mosbench.analysis import profiles, verdict
@@ -175,7 +176,8 @@ def print_run(out: Console, r: dict, pts: list[dict], history, resume: str, wide
         out.print(f"⚠ {banner}", style="red", markup=False, highlight=False, soft_wrap=False)
     found_profiles = profiles.by_series(pts)
     run = sections.RunSeries(f"#{r['id']}", series, found_profiles, r["environment"].get("kernel", ""))
-    view = sections.View(series, found_profiles, (run,), verdict.profile_advice(r["environment"]), history)
+    view = sections.View(series, found_profiles, (run,), verdict.profile_advice(r["environment"]), history,
+                         history_explained=history_explained)
     for section in sections.for_terminal(sections.build(view)):
         if section.headed:
             out.print(Text(section.title, style="bold"), soft_wrap=False)

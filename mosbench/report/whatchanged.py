@@ -16,6 +16,7 @@ from markupsafe import Markup
 from mosbench.analysis import explain
 from mosbench.analysis.explain import REPLICATES, Delta, Explained, Explanation, FunctionDelta, Unprofiled
 from mosbench.analysis.history import Shape
+from mosbench.filenames import file_stem
 from mosbench.report import flamegraph
 from mosbench.report.rows import Column, TableModel, p_value
 from mosbench.units import plain
@@ -128,6 +129,15 @@ def lines(e: Explanation) -> list[str]:
     return out
 
 
+def anchor(found: Explained | HistoryExplained) -> str:
+    """The report's id for a change's explanation, what the comparison tables and the History section
+    link to: a comparison's by its other run and point, a history's by its two runs and point."""
+    k = found.found.point
+    side = (f"history_{found.before.id}_{found.after.id}" if not isinstance(found, Explained)
+            else f"vs_{found.found.labels[1]}")
+    return "why_" + file_stem(f"{side}_{k.workload}_{k.test}_{k.variant}_{k.cores}")
+
+
 @dataclass(frozen=True)
 class Block:
     """One explained change as both outputs show it: its heading, its table and its lines."""
@@ -136,10 +146,11 @@ class Block:
     heading: str
     table: TableModel
     lines: tuple[str, ...]
+    anchor: str  # the report's id for it
 
 
 def blocks(found: Sequence[Explained | HistoryExplained], top: int | None = TERMINAL_TOP) -> list[Block]:
-    return [Block(x, heading(x), table(x.found, top), tuple(lines(x.found)))
+    return [Block(x, heading(x), table(x.found, top), tuple(lines(x.found)), anchor(x))
             for x in found if isinstance(x.found, Explanation)]
 
 
@@ -183,9 +194,6 @@ def flame(e: Explanation) -> str | None:
 def flames(found: Sequence[Block], files: Path) -> list[Markup | None]:
     """Each block's differential flame graph for the page (None where it has no frame), each also written to
     files as <test>_<variant>_<cores>_<B>_vs_<A>_flame.svg."""
-    # plots imports matplotlib (most of a second): the report's alone, not `history`'s and `compare`'s text.
-    from mosbench.report.plots import file_stem
-
     out: list[Markup | None] = []
     for b in found:
         e = b.found.found

@@ -184,7 +184,7 @@ def create(db: Store, the_plan: Plan, topo: Topology, command: str, label: str |
 def reopen(db: Store, previous: dict[str, Any]) -> tuple[int, set[TrialKey]]:
     """The run's id and the trials it has, so the sweep measures only the rest."""
     run_id = previous["id"]
-    skip = {TrialKey(*row) for row in db.done_keys(run_id)}
+    skip = {TrialKey(r.workload, r.test, r.variant, r.cores, r.trial) for r in db.done_keys(run_id)}
     db.reopen_run(run_id)
     return run_id, skip
 

@@ -16,7 +16,7 @@ import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -86,6 +86,38 @@ points = sa.Table(
     sa.UniqueConstraint("run_id", "workload", "test", "variant", "cores", "trial", name="one_point"),
 )
 sa.Index("points_by_run", points.c.run_id)
+
+
+class PointRow(NamedTuple):
+    """Which point a stored trial is of, in the store's terms (it lies below analysis' cells.PointKey)."""
+
+    workload: str
+    test: str
+    variant: str
+    cores: int
+
+
+class TrialRow(NamedTuple):
+    """One stored trial's key, as a resumed run skips it (run/plan's TrialKey is made from it)."""
+
+    workload: str
+    test: str
+    variant: str
+    cores: int
+    trial: int
+
+
+class HistoryRow(NamedTuple):
+    """One trial as history reads it: no metrics, samples or logs."""
+
+    run_id: int
+    workload: str
+    test: str
+    variant: str
+    cores: int
+    throughput: float | None  # all cores'
+    ok: bool  # its status "ok"
+    interfered: bool
 
 
 def _v1(conn: Connection) -> None:
@@ -357,10 +389,10 @@ class Store:
                 label=label, status="complete" if statuses == {"complete"} else "incomplete",
                 started_at=first["started_at"], finished_at=now(), hostname=first["hostname"], command=command,
                 plan=first["plan"], environment=env)).inserted_primary_key[0])
-            trials: dict[tuple[str, str, str, int], int] = {}
+            trials: dict[PointRow, int] = {}
             for run_id in run_ids:
                 for p in self.points(run_id, with_logs=True, with_profiles=True):
-                    key = (p["workload"], p["test"], p["variant"], p["cores"])
+                    key = PointRow(p["workload"], p["test"], p["variant"], p["cores"])
                     trials[key] = trials.get(key, 0) + 1
                     conn.execute(points.insert().values(**{**{k: v for k, v in p.items() if k != "id"},
                                                            "run_id": new_id, "trial": trials[key]}))
@@ -396,24 +428,23 @@ class Store:
                 out.append(row)
         return out
 
-    def history_points(self, run_ids: list[int]) -> list[tuple]:
-        """Every trial of the runs as history reads it, and nothing else: (run_id, workload, test, variant,
-        cores, throughput, ok, interfered). A store of 500 runs × 200 points is 100,000 rows: decoding
-        their metrics and samples would take most of `history`'s time."""
+    def history_points(self, run_ids: list[int]) -> list[HistoryRow]:
+        """Every trial of the runs as history reads it, and nothing else. A store of 500 runs × 200 points is
+        100,000 rows: decoding their metrics and samples would take most of `history`'s time, and the
+        database decides `ok` and `interfered` (never None) so that each row is made in C."""
         wanted = sorted(set(run_ids))
         with self._reaching(), self.engine.connect() as conn:
             rows = conn.execute(sa.select(points.c.run_id, points.c.workload, points.c.test, points.c.variant,
-                                          points.c.cores, points.c.throughput, points.c.status,
-                                          points.c.interfered).where(points.c.run_id.in_(wanted))
-                                .order_by(points.c.run_id, points.c.trial))
-            return [(run_id, w, t, v, cores, tp, status == "ok", bool(interfered))
-                    for run_id, w, t, v, cores, tp, status, interfered in rows]
+                                          points.c.cores, points.c.throughput, points.c.status == "ok",
+                                          sa.func.coalesce(points.c.interfered, sa.false()))
+                                .where(points.c.run_id.in_(wanted)).order_by(points.c.run_id, points.c.trial))
+            return list(map(HistoryRow._make, rows))
 
-    def done_keys(self, run_id: int) -> set[tuple[str, str, str, int, int]]:
+    def done_keys(self, run_id: int) -> set[TrialRow]:
         with self._reaching(), self.engine.connect() as conn:
             rows = conn.execute(sa.select(points.c.workload, points.c.test, points.c.variant,
                                           points.c.cores, points.c.trial).where(points.c.run_id == run_id))
-            return {tuple(r) for r in rows}
+            return set(map(TrialRow._make, rows))
 
 
 def to_jsonable(value: Any) -> Any:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import queue
-import re
 import shlex
 import subprocess
 import threading
@@ -24,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mosbench.errors import PointFailed, UserError
+from mosbench.filenames import file_stem
 from mosbench.launch.processes import Launcher, how_it_ended
 from mosbench.machine.isolation import Group
 from mosbench.workloads.server.loadgen import AFTER, WINDOW
@@ -80,7 +80,7 @@ class Master:
         self.group = group
         # ControlPath must stay short (a Unix socket path of at most 107 bytes): the run's scratch, a number.
         self.path = control_dir / f"ssh-{index}"
-        self.name = f"ssh-master-{re.sub(r'[^A-Za-z0-9_.-]', '_', host)}"
+        self.name = f"ssh-master-{file_stem(host)}"
         self.proc = launcher.spawn(self.name, [
             *ssh_base(config, self.path), "-M", "-N", "-o", "ControlPersist=no", host], group)
         deadline = time.monotonic() + CONNECT_TIMEOUT + 10
