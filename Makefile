@@ -20,9 +20,10 @@ native: deps
 # the Metis inverted index, pedsort over the Linux tree's arch/ (the whole tree is psearchy's
 # default), the kernel's security/keys/ built by gmake, memcached both ways, Apache with a connection
 # per request, Exim both ways and PostgreSQL's read-only test with both caches, 1..max cores, two
-# trials each, 1.2 s windows after 0.4 s of warm-up: 180 points on 2 CPUs (fxmark's DWOM on tmpfs and
+# trials each, 1 s windows after 0.4 s of warm-up: 180 trials on 2 CPUs (fxmark's DWOM on tmpfs and
 # ext4 among them), under 9 minutes from a fresh clone with the Debian packages present (9:15 with 1.5 s
-# windows), the first time a little more while PostgreSQL's table is loaded and the Linux tree unpacked;
+# windows, 8:59 and 9:05 with 1.2 s), the first time a little more while PostgreSQL's table is loaded and
+# the Linux tree unpacked;
 # the point count grows with the machine's series.
 # Two commutativity situations (two opens in one process, which POSIX's lowest-descriptor rule makes not
 # commute; mmap and munmap of disjoint ranges, which commute) stand for `make bench-commute`'s 67.
@@ -33,7 +34,7 @@ bench: native
 		apache/files $$(test -x /usr/sbin/exim4 && echo exim) postgres/read-only fxmark/DWOM --variant fxmark.tmpfs,fxmark.ext4 \
 		-p psearchy.subdir=arch -p gmake.targets=security/keys/ -p apache.dirs=1 -p apache.qos_step_s=0.3 \
 		--profile micro/dup1 \
-		--cores 1..max --trials 2 --warmup 0.4 --duration 1.2 --label quick
+		--cores 1..max --trials 2 --warmup 0.4 --duration 1 --label quick
 	$(MOSBENCH) report latest -o report/report.html
 
 # Sampling cost against getppid at max cores, with and without the harness's per-second work.
