@@ -22,7 +22,7 @@ native: deps
 # per request, Exim both ways and PostgreSQL's read-only test with both caches, 1..max cores, two
 # trials each, 1 s windows after 0.4 s of warm-up: 180 trials on 2 CPUs (fxmark's DWOM on tmpfs and
 # ext4 among them), under 9 minutes from a fresh clone with the Debian packages present (9:15 with 1.5 s
-# windows, 8:59 and 9:05 with 1.2 s), the first time a little more while PostgreSQL's table is loaded and
+# windows, 8:59 and 9:05 with 1.2 s, 7:18 with 1 s), the first time a little more while PostgreSQL's table is loaded and
 # the Linux tree unpacked;
 # the point count grows with the machine's series.
 # Two commutativity situations (two opens in one process, which POSIX's lowest-descriptor rule makes not
