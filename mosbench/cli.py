@@ -197,15 +197,14 @@ def runs(store_url) -> None:
 def show(run_ref, wide, store_url) -> None:
     """A run as terminal tables (RUN is an id or 'latest'): the essential columns in the terminal's width
     (80 in a pipe), every column with --wide."""
-    from mosbench.analysis import explain_history
     from mosbench.report import history as history_report
 
     db = store.Store(store_url, create=False)
     r = db.run(run_ref)
     pts = db.points(r["id"], with_profiles=True, with_samples=False)
-    found = history_report.of_run(db, r)
+    found, explained = history_report.of_run_explained(db, r)
     terminal.print_run(terminal.table_console(), r, pts, found, terminal.resume_command(r["id"], store_url), wide,
-                       tuple(explain_history.explained(db, found)) if found else ())
+                       explained)
 
 
 def _check_writable(output: Path) -> None:

@@ -24,6 +24,8 @@ from mosbench.units import plain, si
 if TYPE_CHECKING:
     from matplotlib.figure import Figure  # imported where drawn: matplotlib takes half a second
 
+    from mosbench.analysis.explain_history import HistoryExplained
+
 BLOCKS = "▁▂▃▄▅▆▇█"
 SPARK_WIDTH = 24  # characters of a series' line: 80 columns hold it beside a name and two levels
 MARK = "│"
@@ -405,3 +407,11 @@ def undrawn(h: History) -> int:
 def of_run(db: Store, run: dict[str, Any]) -> History | None:
     """The history a report of `run` shows (analysis/history.of_run)."""
     return history.of_run(db.list_runs(), db.history_points, run)
+
+
+def of_run_explained(db: Store, run: dict[str, Any]) -> tuple[History | None, tuple[HistoryExplained, ...]]:
+    """The history a report or `show` of `run` shows, and each of its changes explained (explain_history)."""
+    from mosbench.analysis import explain_history
+
+    found = of_run(db, run)
+    return found, tuple(explain_history.explained(db, found)) if found else ()

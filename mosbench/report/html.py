@@ -18,7 +18,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from mosbench.analysis import cells as analysis
-from mosbench.analysis import commute, compare, explain, explain_history, models, profiles, verdict
+from mosbench.analysis import commute, compare, explain, models, profiles, verdict
 from mosbench.filenames import file_stem
 from mosbench.report import commute as commute_report
 from mosbench.report import filesystems, flamegraph, plots, rows, sections, webmethod, whatchanged
@@ -188,12 +188,12 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
     no_profile = verdict.profile_advice(runs[0]["environment"])
     compared = compare.compare_runs(runs, per_run, labels) if several else None
     explained = tuple(explain.comparison(compared, runs, every_run)) if compared else ()
-    found_history = history_report.of_run(db, runs[0])
+    found_history, history_explained = history_report.of_run_explained(db, runs[0])
     view = sections.View(series, found_profiles, tuple(
         sections.RunSeries(label, run_series, run_profiles, r["environment"].get("kernel", "this kernel"))
         for r, label, run_series, run_profiles in zip(runs, labels, per_run, per_run_profiles, strict=True)),
         no_profile, found_history, explained,
-        tuple(explain_history.explained(db, found_history)) if found_history else ())
+        history_explained)
     built = sections.build(view)
     tests = [s for s in built if isinstance(s, sections.Test)]
     drawn = _in_parallel(_SectionJob({t.name: t.group for t in tests}, found_profiles, files, params, up_to,
