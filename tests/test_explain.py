@@ -214,3 +214,10 @@ def test_ab_explains_the_points_that_differ_and_asks_for_profiled_boots(tmp_path
     profiled = runs_compared.differing_explained(db, [runs[0], runs[1]],
                                                  compare.Comparison(["A", "B"], [], [found.changes[0]]), decisions)
     assert profiled[0].found.own[0].function == LOCK
+
+
+def test_equal_changes_read_in_name_order_so_a_report_reads_the_same_twice():
+    """A caller and its only callee move by the same µs; their order was the profiles' dict order."""
+    ds = [explain.Delta("b_[k]", 1.0, 0.5, -0.6, -0.4, True), explain.Delta("c_[k]", 0.0, 2.0, 1.5, 2.5, True),
+          explain.Delta("a_[k]", 1.0, 0.5, -0.6, -0.4, True)]
+    assert [d.name for d in sorted(ds, key=explain._largest_first)] == ["c_[k]", "a_[k]", "b_[k]"]

@@ -55,7 +55,7 @@ class PointKey:
         return test_name(self.workload, self.test)
 
     def text(self) -> str:
-        return f"{self.name} {self.variant} at {self.cores} cores"
+        return f"{self.name} {self.variant} at {self.cores} {'core' if self.cores == 1 else 'cores'}"
 
     @property
     def series(self) -> SeriesKey:

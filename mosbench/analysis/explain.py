@@ -119,7 +119,8 @@ class Explanation:
     @property
     def inclusive(self) -> list[FunctionDelta]:
         """The functions whose inclusive time moved beyond their trials' spread, largest change first."""
-        return sorted((f for f in self.functions if f.inclusive.named), key=lambda f: -abs(f.inclusive.change))
+        return sorted((f for f in self.functions if f.inclusive.named),
+                      key=lambda f: (-abs(f.inclusive.change), f.function))
 
     @property
     def attributed(self) -> float:
@@ -205,9 +206,16 @@ def _functions(a: list[Profile], b: list[Profile], floor: float) -> tuple[Functi
         if not (o.named or i.named):
             continue
         by_caller = sides(a, b, lambda p, f=f: callers(p, f)) if o.named else {}
-        calls = sorted((delta(c, *v, floor) for c, v in by_caller.items()), key=lambda d: -abs(d.change))
+        calls = sorted((delta(c, *v, floor) for c, v in by_caller.items()), key=_largest_first)
         found.append(FunctionDelta(f, kind_of(f), o, i, tuple(calls)))
-    return tuple(sorted(found, key=lambda f: (-abs(f.own.change) if f.own.named else 0, -abs(f.inclusive.change))))
+    return tuple(sorted(found, key=lambda f: (-abs(f.own.change) if f.own.named else 0, -abs(f.inclusive.change),
+                                              f.function)))
+
+
+def _largest_first(d: Delta) -> tuple[float, str]:
+    """Largest change first; equal changes (a caller and its only callee) by name, so a report reads the
+    same twice."""
+    return -abs(d.change), d.name
 
 
 def _locks(a: list[Profile], b: list[Profile], floor: float) -> tuple[Delta, ...]:
@@ -215,7 +223,7 @@ def _locks(a: list[Profile], b: list[Profile], floor: float) -> tuple[Delta, ...
         return {f"{record['type']} in {caller}": wait for caller, record, wait, _ in p.lock_waits()}
 
     found = [delta(site, *v, floor) for site, v in sides(a, b, waits).items()]
-    return tuple(sorted(found, key=lambda d: -abs(d.change)))
+    return tuple(sorted(found, key=_largest_first))
 
 
 def _hitm(a: list[Profile], b: list[Profile]) -> tuple[Delta, ...]:
@@ -228,7 +236,7 @@ def _hitm(a: list[Profile], b: list[Profile]) -> tuple[Delta, ...]:
 
     total = delta("[every line]", [p.hitm_per_unit() or 0.0 for p in a], [p.hitm_per_unit() or 0.0 for p in b])
     floor = FLOOR * max(total.a, total.b)
-    symbols = sorted((delta(s, *v, floor) for s, v in sides(a, b, by_symbol).items()), key=lambda d: -abs(d.change))
+    symbols = sorted((delta(s, *v, floor) for s, v in sides(a, b, by_symbol).items()), key=_largest_first)
     return (total, *symbols)
 
 
