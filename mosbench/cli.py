@@ -525,7 +525,7 @@ def ab(kernel_specs, shape, first_rounds, max_rounds, precision, boot_timeout_mi
     differ, or the ratio's 95% interval is within ±--precision) or --max-rounds; then compare's table,
     and for each point that differs, why: with --profile among the run options every boot is profiled, and
     the functions, locks and system calls whose time per unit moved from A to B beyond their trials' spread
-    are named (docs/ANALYSIS.md)."""
+    are named (docs/ANALYSIS.md); for a profiled point the boots left undecided, what moved all the same."""
     from mosbench.analysis import runs_compared
     from mosbench.guest import ab as ab_rounds
     from mosbench.guest import host as guest_vm
@@ -547,7 +547,8 @@ def ab(kernel_specs, shape, first_rounds, max_rounds, precision, boot_timeout_mi
     runs = [db.run(r) for r in outcome.merged]
     found, series = runs_compared.comparison(db, runs)
     explained = runs_compared.differing_explained(db, runs, found, outcome.decisions)
-    terminal.print_ab(terminal.table_console(), outcome, found, series, explained, max_rounds)
+    undecided = runs_compared.undecided_explained(db, runs, found, outcome.decisions)
+    terminal.print_ab(terminal.table_console(), outcome, found, series, explained, undecided, max_rounds)
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})

@@ -216,6 +216,29 @@ def test_ab_explains_the_points_that_differ_and_asks_for_profiled_boots(tmp_path
     assert profiled[0].found.own[0].function == LOCK
 
 
+def test_ab_says_what_moved_in_the_profiles_of_a_point_left_undecided(tmp_path):
+    """An emulated guest's boots spread its throughput by half, so `ab` can run out of boots undecided
+    while the profiles hold a lock grown from nothing: it says so, and only where both sides were profiled."""
+    import dataclasses
+
+    from mosbench.analysis import runs_compared
+    from mosbench.analysis.cells import counted_by_point
+    from mosbench.analysis.decide import State, decide_all
+
+    db, ids = _store(tmp_path)
+    runs = [db.run(i) for i in ids]
+    found = compare.compare_runs(runs, [build_series(db.points(i)) for i in ids], ["A", "B", "C"])
+    decided = decide_all(*(counted_by_point(db.points(i)) for i in (ids[0], ids[1])), 0.02)
+    unsure = [dataclasses.replace(d, state=State.UNSURE) for d in decided]
+    profiled = compare.Comparison(["A", "B"], [], [found.changes[0]])
+    assert runs_compared.differing_explained(db, [runs[0], runs[1]], profiled, unsure) == []
+    moved = runs_compared.undecided_explained(db, [runs[0], runs[1]], profiled, unsure)
+    assert [x.found.own[0].function for x in moved] == [LOCK]
+    assert runs_compared.undecided_explained(db, [runs[0], runs[1]], profiled, decided) == []
+    unprofiled = compare.Comparison(["A", "C"], [], [found.changes[1]])
+    assert runs_compared.undecided_explained(db, [runs[0], runs[2]], unprofiled, unsure) == []
+
+
 def test_equal_changes_read_in_name_order_so_a_report_reads_the_same_twice():
     """A caller and its only callee move by the same µs; their order was the profiles' dict order."""
     ds = [explain.Delta("b_[k]", 1.0, 0.5, -0.6, -0.4, True), explain.Delta("c_[k]", 0.0, 2.0, 1.5, 2.5, True),

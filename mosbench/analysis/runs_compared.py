@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from mosbench.analysis import compare as comparing
 from mosbench.analysis import explain
-from mosbench.analysis.cells import Series, build_series
+from mosbench.analysis.cells import PointKey, Series, build_series
 from mosbench.analysis.decide import Decision, State
 from mosbench.store.db import Store
 
@@ -33,13 +33,27 @@ def differing_explained(db: Store, runs: list[dict], found: comparing.Comparison
     """Where ab's A and B differ, why: each point's profiles on the two sides (every boot's trials
     replicates, with `--profile` among the run options), or the `mosbench ab … --profile` that would
     record them."""
-    differ = {d.point for d in decisions if d.state == State.DIFFER}
-    if not differ:
+    return _explained(db, runs, found, {d.point for d in decisions if d.state == State.DIFFER})
+
+
+def undecided_explained(db: Store, runs: list[dict], found: comparing.Comparison,
+                        decisions: Sequence[Decision]) -> list[explain.Explained]:
+    """Where ab's boots ran out with a point undecided on throughput, what moved in its profiles anyway:
+    throughput spreads from boot to boot (an emulated guest's by half), while CPU time per unit of work
+    by function, tested trial against trial, can still tell a spin lock grown from nothing. Only points
+    profiled on both sides."""
+    found_ = _explained(db, runs, found, {d.point for d in decisions if d.state == State.UNSURE})
+    return [x for x in found_ if isinstance(x.found, explain.Explanation)]
+
+
+def _explained(db: Store, runs: list[dict], found: comparing.Comparison,
+               points: set[PointKey]) -> list[explain.Explained]:
+    if not points:
         return []
     rows = _profiled(db, runs)
     labels = (found.labels[0], found.labels[1])
     return [explain.Explained(c, explain.point(c.point, (runs[0], runs[1]), (rows[0], rows[1]), labels))
-            for c in found.changes[0] if c.point in differ]
+            for c in found.changes[0] if c.point in points]
 
 
 def _profiled(db: Store, runs: list[dict]) -> list[list[dict]]:

@@ -104,13 +104,13 @@ def print_comparison(out: Console, found, series, wide: bool = False) -> None:
               soft_wrap=True)
 
 
-def print_explained(out: Console, explained: list, wide: bool = False) -> None:
+def print_explained(out: Console, explained: list, wide: bool = False, lead: str = "Why") -> None:
     """Each explained change's table and share; then those a side of which was not profiled, with the
     commands that would profile them (folded as a shell folds them, so a copy still runs)."""
     from mosbench.report import whatchanged
 
     for block in whatchanged.blocks(explained):
-        out.print(textwrap.fill(f"Why: {block.heading}", width=out.width, break_on_hyphens=False), markup=False,
+        out.print(textwrap.fill(f"{lead}: {block.heading}", width=out.width, break_on_hyphens=False), markup=False,
                   highlight=False, soft_wrap=True)
         out.print(table.render(block.table, wide), crop=False)
         for line in block.lines:
@@ -247,10 +247,10 @@ def print_guest_steps(steps: list[dict], imported: list[int], url: str) -> None:
         console.print(f"kept the guest's runs as {', '.join(map(str, imported))} in {url}", markup=False)
 
 
-def print_ab(out: Console, outcome, found, series, explained: list, max_rounds: int) -> None:
+def print_ab(out: Console, outcome, found, series, explained: list, undecided: list, max_rounds: int) -> None:
     """`mosbench ab`'s outcome (guest/ab.Outcome): the kernels' configurations where they differ, A and B
     compared (`found`, `series`: analysis/runs_compared's), each point's decision, why those that differ
-    do, and where both are kept."""
+    do, what moved in the profiles of those left undecided, and where both are kept."""
     if outcome.config_differences:
         shown = outcome.config_differences[:12]
         out.print(f"config: {len(outcome.config_differences)} options differ, first "
@@ -258,6 +258,11 @@ def print_ab(out: Console, outcome, found, series, explained: list, max_rounds: 
     print_comparison(out, found, series)
     print_decisions(out, outcome.decisions, outcome.rounds, max_rounds)
     print_explained(out, explained)
+    if undecided:
+        print_indented(out, "Undecided on throughput, but profiled in every boot: what moved in CPU time per unit "
+                            "of work all the same (a function is named only where its change is beyond its "
+                            "trials' spread; more boots would decide the throughput)")
+        print_explained(out, undecided, lead="What moved")
     out.print(f"A and B are kept as runs {outcome.merged[0]} and {outcome.merged[1]} (each boot's run too): "
               f"`mosbench compare {outcome.merged[0]} {outcome.merged[1]}`, `mosbench report {outcome.merged[1]}`",
               markup=False, soft_wrap=True)
