@@ -42,8 +42,8 @@ def undecided_explained(db: Store, runs: list[dict], found: comparing.Comparison
     throughput spreads from boot to boot (an emulated guest's by half), while CPU time per unit of work
     by function, tested trial against trial, can still tell a spin lock grown from nothing. Only points
     profiled on both sides."""
-    found_ = _explained(db, runs, found, {d.point for d in decisions if d.state == State.UNSURE})
-    return [x for x in found_ if isinstance(x.found, explain.Explanation)]
+    undecided = _explained(db, runs, found, {d.point for d in decisions if d.state == State.UNSURE})
+    return [x for x in undecided if isinstance(x.found, explain.Explanation)]
 
 
 def _explained(db: Store, runs: list[dict], found: comparing.Comparison,

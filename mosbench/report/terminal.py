@@ -259,7 +259,7 @@ def print_ab(out: Console, outcome, found, series, explained: list, undecided: l
     print_decisions(out, outcome.decisions, outcome.rounds, max_rounds)
     print_explained(out, explained)
     if undecided:
-        print_indented(out, "Undecided on throughput, but profiled in every boot: what moved in CPU time per unit "
+        print_indented(out, "Undecided on throughput, but profiled on both sides: what moved in CPU time per unit "
                             "of work all the same (a function is named only where its change is beyond its "
                             "trials' spread; more boots would decide the throughput)")
         print_explained(out, undecided, lead="What moved")
