@@ -23,8 +23,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-import numpy as np
-
 LOG2_OF_10 = 3.32192809488736234787  # ent's constant: its log2(x) is this × log10(x)
 MONTE_CARLO_BYTES = 6
 # A point's coordinates are 24-bit; inside the quarter circle of radius 256³ − 1 (ent: ≤, squared).
@@ -92,6 +90,8 @@ def low_bytes(hashes: Iterable[int]) -> bytes:
 
 def randomness(data: bytes | bytearray | memoryview) -> Randomness:
     """ent's figures for a byte sequence (at least one byte)."""
+    import numpy as np  # here: the command line imports this module, and starts without numpy
+
     a = np.frombuffer(bytes(data), dtype=np.uint8).astype(np.int64)
     n = int(a.size)
     if n == 0:

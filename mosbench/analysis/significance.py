@@ -12,8 +12,6 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 
-import numpy as np
-
 ALPHA = 0.05  # one comparison's significance level
 CONFIDENCE = 1 - ALPHA  # the intervals' confidence (95%)
 
@@ -77,6 +75,8 @@ def difference(base: list[float], other: list[float]) -> tuple[float, float | No
     """mean(other) - mean(base), Welch's 95% interval for it and Welch's p-value: the one test of two sets of
     trials (a throughput's, or a profile's function per unit of work: analysis/explain). With fewer than two
     values a side there is no variance to test against: interval and p are None."""
+    import numpy as np  # here: the command line imports this module, and starts without numpy
+
     a, b = np.asarray(base, dtype=float), np.asarray(other, dtype=float)
     delta = float(b.mean() - a.mean())
     if len(a) < 2 or len(b) < 2:
@@ -100,6 +100,8 @@ def welch(base: list[float], other: list[float]) -> Difference:
     baseline's own uncertainty is in the difference's standard error). With fewer than two trials a
     side there is no variance to test against: interval and p are None.
     """
+    import numpy as np
+
     ma = float(np.mean(base))
     delta, low, high, p = difference(base, other)
     ratio = (ma + delta) / ma

@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from mosbench.analysis.cells import (
     PointKey,
     Series,
@@ -271,6 +269,8 @@ def extrapolation_counts(measured_max: int, up_to: int) -> list[int]:
 
 def _total_at(f, n: int) -> float:
     """A fitted model's total throughput at n cores."""
+    import numpy as np  # here: the command line imports this module, and starts without numpy
+
     return float(np.atleast_1d(f.throughput(n))[0])
 
 

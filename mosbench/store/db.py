@@ -23,8 +23,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
 from mosbench.errors import UserError
-
-DEFAULT_PATH = Path("results") / "mosbench.sqlite"
+from mosbench.store.location import DEFAULT_PATH
 
 
 class StoreError(UserError):

@@ -7,8 +7,10 @@ import csv
 import io
 import json
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from mosbench.store.db import Store, dumps, to_jsonable
+if TYPE_CHECKING:
+    from mosbench.store.db import Store
 
 
 class Format(StrEnum):
@@ -22,6 +24,7 @@ NOT_IN_CSV = ("samples", "metrics")
 
 def export(db: Store, run_ref: str, fmt: Format) -> str:
     """The run `run_ref` names (an id or 'latest'), as `fmt`."""
+    from mosbench.store.db import dumps, to_jsonable  # here: the command line names Format to start
     r = db.run(run_ref)
     if fmt is Format.JSON:
         return json.dumps({"run": json.loads(dumps([r]))[0],
