@@ -10,6 +10,7 @@ import shlex
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -26,6 +27,9 @@ from mosbench.run.plan import AUTO_MAX_TRIALS, AUTO_MIN_TRIALS, Plan
 from mosbench.store import export as exporting
 from mosbench.store.location import DEFAULT_PATH as DEFAULT_STORE
 from mosbench.workloads import registry
+
+if TYPE_CHECKING:
+    from mosbench.store.db import Store
 
 EXIT_POINTS_FAILED = 3
 EXIT_INTERRUPTED = 130
@@ -66,7 +70,7 @@ def _recover() -> None:
         err_console.print(f"mosbench: cleaned up after an earlier run: {action}", style="yellow", markup=False)
 
 
-def _open_store(store_url: str | None, create: bool = True):
+def _open_store(store_url: str | None, create: bool = True) -> Store:
     """The results store (store/db.Store). SQLAlchemy is imported here, so a command that reads no store
     (--help, list, doctor, a shell's completion) starts without it."""
     from mosbench.store.db import Store
@@ -554,9 +558,9 @@ def ab(kernel_specs, shape, first_rounds, max_rounds, precision, boot_timeout_mi
         outcome = ab_rounds.run(booter, a, b, first_rounds, max_rounds, precision / 100, say)
     runs = [db.run(r) for r in outcome.merged]
     found, series = runs_compared.comparison(db, runs)
-    explained = runs_compared.differing_explained(db, runs, found, outcome.decisions)
-    undecided = runs_compared.undecided_explained(db, runs, found, outcome.decisions)
-    terminal.print_ab(terminal.table_console(), outcome, found, series, explained, undecided, max_rounds)
+    explained = runs_compared.ab_explained(db, runs, found, outcome.decisions)
+    terminal.print_ab(terminal.table_console(), outcome, found, series, explained.differing, explained.undecided,
+                      max_rounds)
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})

@@ -208,11 +208,11 @@ def test_ab_explains_the_points_that_differ_and_asks_for_profiled_boots(tmp_path
     found = compare.compare_runs(runs, [build_series(db.points(i)) for i in ids], ["A", "B", "C"])
     decisions = decide_all(*(counted_by_point(db.points(i)) for i in (ids[0], ids[2])), 0.02)
     assert [d.state for d in decisions] == [State.DIFFER]
-    unprofiled = runs_compared.differing_explained(db, [runs[0], runs[2]],
-                                                   compare.Comparison(["A", "C"], [], [found.changes[1]]), decisions)
+    unprofiled = runs_compared.ab_explained(db, [runs[0], runs[2]],
+                                            compare.Comparison(["A", "C"], [], [found.changes[1]]), decisions).differing
     assert explain.profile_commands([unprofiled[0].found]) == [command + " --profile micro/getppid1"]
-    profiled = runs_compared.differing_explained(db, [runs[0], runs[1]],
-                                                 compare.Comparison(["A", "B"], [], [found.changes[0]]), decisions)
+    profiled = runs_compared.ab_explained(db, [runs[0], runs[1]],
+                                          compare.Comparison(["A", "B"], [], [found.changes[0]]), decisions).differing
     assert profiled[0].found.own[0].function == LOCK
 
 
@@ -231,12 +231,12 @@ def test_ab_says_what_moved_in_the_profiles_of_a_point_left_undecided(tmp_path):
     decided = decide_all(*(counted_by_point(db.points(i)) for i in (ids[0], ids[1])), 0.02)
     unsure = [dataclasses.replace(d, state=State.UNSURE) for d in decided]
     profiled = compare.Comparison(["A", "B"], [], [found.changes[0]])
-    assert runs_compared.differing_explained(db, [runs[0], runs[1]], profiled, unsure) == []
-    moved = runs_compared.undecided_explained(db, [runs[0], runs[1]], profiled, unsure)
+    assert runs_compared.ab_explained(db, [runs[0], runs[1]], profiled, unsure).differing == []
+    moved = runs_compared.ab_explained(db, [runs[0], runs[1]], profiled, unsure).undecided
     assert [x.found.own[0].function for x in moved] == [LOCK]
-    assert runs_compared.undecided_explained(db, [runs[0], runs[1]], profiled, decided) == []
+    assert runs_compared.ab_explained(db, [runs[0], runs[1]], profiled, decided).undecided == []
     unprofiled = compare.Comparison(["A", "C"], [], [found.changes[1]])
-    assert runs_compared.undecided_explained(db, [runs[0], runs[2]], unprofiled, unsure) == []
+    assert runs_compared.ab_explained(db, [runs[0], runs[2]], unprofiled, unsure).undecided == []
 
 
 def test_equal_changes_read_in_name_order_so_a_report_reads_the_same_twice():

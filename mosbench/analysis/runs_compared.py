@@ -5,10 +5,11 @@ only where something changed."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from mosbench.analysis import compare as comparing
 from mosbench.analysis import explain
-from mosbench.analysis.cells import PointKey, Series, build_series
+from mosbench.analysis.cells import Series, build_series
 from mosbench.analysis.decide import Decision, State
 from mosbench.store.db import Store
 
@@ -28,32 +29,31 @@ def explained(db: Store, runs: list[dict], found: comparing.Comparison,
     return explain.comparison(found, runs, _profiled(db, runs), include_interfered)
 
 
-def differing_explained(db: Store, runs: list[dict], found: comparing.Comparison,
-                        decisions: Sequence[Decision]) -> list[explain.Explained]:
-    """Where ab's A and B differ, why: each point's profiles on the two sides (every boot's trials
-    replicates, with `--profile` among the run options), or the `mosbench ab … --profile` that would
-    record them."""
-    return _explained(db, runs, found, {d.point for d in decisions if d.state == State.DIFFER})
+class AbExplained(NamedTuple):
+    """ab's explanations: where A and B differ, why (or the command that would profile them); where the
+    boots ran out with a point undecided on throughput, what moved in its profiles all the same."""
+
+    differing: list[explain.Explained]
+    undecided: list[explain.Explained]
 
 
-def undecided_explained(db: Store, runs: list[dict], found: comparing.Comparison,
-                        decisions: Sequence[Decision]) -> list[explain.Explained]:
-    """Where ab's boots ran out with a point undecided on throughput, what moved in its profiles anyway:
-    throughput spreads from boot to boot (an emulated guest's by half), while CPU time per unit of work
-    by function, tested trial against trial, can still tell a spin lock grown from nothing. Only points
-    profiled on both sides."""
-    undecided = _explained(db, runs, found, {d.point for d in decisions if d.state == State.UNSURE})
-    return [x for x in undecided if isinstance(x.found, explain.Explanation)]
-
-
-def _explained(db: Store, runs: list[dict], found: comparing.Comparison,
-               points: set[PointKey]) -> list[explain.Explained]:
-    if not points:
-        return []
+def ab_explained(db: Store, runs: list[dict], found: comparing.Comparison,
+                 decisions: Sequence[Decision]) -> AbExplained:
+    """Each point's profiles on ab's two sides (every boot's trials replicates, with `--profile` among the
+    run options), read once for both kinds. A differing point unprofiled gets the `mosbench ab … --profile`
+    that would record it; an undecided one is told only where both sides were profiled: throughput spreads
+    from boot to boot (an emulated guest's by half), while CPU time per unit of work by function, tested
+    trial against trial, can still tell a spin lock grown from nothing."""
+    differ = {d.point for d in decisions if d.state == State.DIFFER}
+    unsure = {d.point for d in decisions if d.state == State.UNSURE}
+    if not differ | unsure:
+        return AbExplained([], [])
     rows = _profiled(db, runs)
     labels = (found.labels[0], found.labels[1])
-    return [explain.Explained(c, explain.point(c.point, (runs[0], runs[1]), (rows[0], rows[1]), labels))
-            for c in found.changes[0] if c.point in points]
+    explained = [explain.Explained(c, explain.point(c.point, (runs[0], runs[1]), (rows[0], rows[1]), labels))
+                 for c in found.changes[0] if c.point in differ | unsure]
+    return AbExplained([x for x in explained if x.change.point in differ],
+                       [x for x in explained if x.change.point in unsure and isinstance(x.found, explain.Explanation)])
 
 
 def _profiled(db: Store, runs: list[dict]) -> list[list[dict]]:
