@@ -313,7 +313,10 @@ def test_ends_that_do_not_differ_are_refused_before_any_step(history, tmp_path):
     repo, commits = history
     builder = ReplayBuilder(repo, tmp_path / "work", 2)
     builder.broken = set()
-    booter = FakeBooter(Store(str(tmp_path / "s.sqlite")), lambda k: 100 * random.uniform(0.999, 1.001))
+    # Seeded as the others: unseeded, it failed at random (twice running here), noise that Welch's test at
+    # 5% calls a difference.
+    rng = random.Random(2)
+    booter = FakeBooter(Store(str(tmp_path / "s.sqlite")), lambda k: 100 * rng.uniform(0.999, 1.001))
     with pytest.raises(UserError, match="good and bad do not differ significantly"):
         bisect.run(booter, builder, commits[0], commits[-1], 4, 4, 4, 0.02, lambda s: None)
     assert len(booter.booted) == 4
