@@ -10,7 +10,8 @@ or FXMARK; without it the script says so in one line and exits 0.
     .venv/bin/python benchmarks/vs_fxmark.py --report /tmp/vs_fxmark.json
 
 Each pair runs FxMark's `fxmark --type=OP --ncore=N --duration=D --root=DIR` and `mosbench run fxmark/OP
---cores N --duration D`, back to back, alternating which goes first, each on a file system of its own
+--cores N --duration D`, back to back, alternating which goes first, each once the guest's free page
+reporting has gone quiet (settle(), below), each on a file system of its own
 made by the same code the same way (`machine/filesystem.py`'s `mount_fresh`, a loop device over a sparse
 file on tmpfs, the same size), FxMark's root at the same depth below / as mosbench's working directory
 (path walks cost a lookup per component), both pinned to CPUs 0 .. N-1. A round is every operation, file
