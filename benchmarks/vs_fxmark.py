@@ -158,15 +158,16 @@ def measure(args: argparse.Namespace, binary: Path) -> None:
     out = Path(args.json)
     stored = json.loads(out.read_text()) if out.exists() else []
     trees = {"mosbench": ROOT, **({"baseline": Path(args.baseline).resolve()} if args.baseline else {})}
-    turn = len(stored)
     for _ in range(args.rounds):
         for fs_name in args.fs.split(","):
             for cores in (int(c) for c in args.cores.split(",")):
                 for op in ops:
-                    # Each tool first, second and last in turn: whatever the order does, each gets it alike.
+                    # Each tool first, second and last in turn over the cell's own rounds: whatever the
+                    # order does, each gets it alike. (A count over all pairs gave a cell the same order
+                    # every round wherever a round held an even number of cells: --ops MRPM,MRPL.)
+                    turn = sum((p["op"], p["fs"], p["cores"]) == (op, fs_name, cores) for p in stored)
                     order = ["fxmark", *trees]
                     order = order[turn % len(order):] + order[:turn % len(order)]
-                    turn += 1
                     got: dict[str, float | None] = {}
                     for who in order:
                         settle()
