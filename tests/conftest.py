@@ -14,12 +14,12 @@ from mosbench import native
 from mosbench.machine import topology
 
 FIXTURES = Path(__file__).parent / "fixtures"
+ROOT = Path(__file__).resolve().parent.parent
 
 # CI (.ci/run) draws the same examples every time, so that what it decides is the change's doing; a developer's
 # `make test` draws new ones each run, and finds what those miss (as it found scipy's deep F tail 1.8e-9 off).
 settings.register_profile("ci", derandomize=True)
 settings.load_profile(os.environ.get("MOSBENCH_HYPOTHESIS", "default"))
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture

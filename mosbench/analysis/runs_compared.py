@@ -46,12 +46,12 @@ def ab_explained(db: Store, runs: list[dict], found: comparing.Comparison,
     trial against trial, can still tell a spin lock grown from nothing."""
     differ = {d.point for d in decisions if d.state == State.DIFFER}
     unsure = {d.point for d in decisions if d.state == State.UNSURE}
-    if not differ | unsure:
+    if not (points := differ | unsure):
         return AbExplained([], [])
     rows = _profiled(db, runs)
     labels = (found.labels[0], found.labels[1])
     explained = [explain.Explained(c, explain.point(c.point, (runs[0], runs[1]), (rows[0], rows[1]), labels))
-                 for c in found.changes[0] if c.point in differ | unsure]
+                 for c in found.changes[0] if c.point in points]
     return AbExplained([x for x in explained if x.change.point in differ],
                        [x for x in explained if x.change.point in unsure and isinstance(x.found, explain.Explanation)])
 
