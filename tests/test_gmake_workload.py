@@ -1,6 +1,7 @@
 """gmake: the serial-fraction estimate, the checks before a run, and real builds of a small part of the tree."""
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -97,16 +98,23 @@ def test_targets_defconfig_does_not_build_fail_the_point(tmp_path, monkeypatch):
 @builds
 def test_make_killed_mid_build_fails_the_point_and_leaves_no_compiler(tmp_path, monkeypatch):
     began = gmake.GmakeInstance.begin
+    temporaries: list[Path] = []
 
     def begin_then_kill(self):
         began(self)
         time.sleep(1.5)  # the compilers are running by now
+        environ = Path(f"/proc/{self.proc.pid}/environ").read_bytes().split(b"\0")
+        tmpdir = Path(next(v for v in environ if v.startswith(b"TMPDIR=")).decode().removeprefix("TMPDIR="))
+        temporaries.append(tmpdir)
         self.proc.kill()
 
     monkeypatch.setattr(gmake.GmakeInstance, "begin", begin_then_kill)
     (p,) = run_points(tmp_path, monkeypatch, "gmake", targets="security/keys/")  # checks nothing is left
     assert p["status"] == "failed" and "make exited with status -9" in p["reason"]
     assert not [line for line in _leftovers("cc1") if "security/keys" in line]
+    # A killed cc1 leaves its .s where TMPDIR says: the point's scratch, removed with it, not the user's /tmp.
+    (tmpdir,) = temporaries
+    assert tmpdir.name == "tmp" and tmpdir.parent.name.startswith("point-") and not tmpdir.exists()
 
 
 def test_missing_kernel_source_is_one_clear_line(monkeypatch):

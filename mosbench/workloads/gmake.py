@@ -38,6 +38,14 @@ from mosbench.workloads.base import (
 )
 
 MAKE = Path("/usr/bin/make")
+
+
+def make_env(scratch: Path) -> dict[str, str]:
+    """make's environment with the compilers' temporary files (gcc's .s between cc1 and as) in the scratch:
+    the build's own tmpfs, like its tree, and gone with it when a killed build cannot remove them."""
+    tmp = scratch / "tmp"
+    tmp.mkdir(exist_ok=True)
+    return {**os.environ, "TMPDIR": str(tmp)}
 TIMELINE_S = 0.1
 SERIAL_BELOW = 1.5  # CPUs busy: under this, one thing at a time is running
 # What one make job and its compiler take, for the check before a run (cc1 on a kernel file: 100-250 MB).
@@ -109,7 +117,7 @@ class GmakeInstance(Instance):
         self.started = time.monotonic()
         self.proc = self.ctx.launcher.spawn(
             "make", [str(MAKE), "-C", str(self.tree), f"O={self.obj}", f"-j{self.jobs}", *self.targets],
-            self.ctx.group)
+            self.ctx.group, env=make_env(self.ctx.scratch))
         self._sampler = threading.Thread(target=self._sample_cpus, daemon=True)
         self._sampler.start()
 
@@ -217,7 +225,8 @@ class Gmake(Workload):
         configured = ctx.scratch / "configured"
         jobs = 2 * os.cpu_count() if os.cpu_count() else 2
         for step in (["defconfig"], [f"-j{jobs}", "prepare"]):
-            status, last = ctx.run(f"gmake-{step[-1]}", [str(MAKE), "-C", str(tree), f"O={configured}", *step])
+            status, last = ctx.run(f"gmake-{step[-1]}", [str(MAKE), "-C", str(tree), f"O={configured}", *step],
+                                   env=make_env(ctx.scratch))
             if status != 0:
                 raise UserError(f"gmake: make {step[-1]} of {tree} failed: {last or f'status {status}'}")
         ctx.extra.update(tree=tree, configured=configured)
