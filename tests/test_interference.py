@@ -56,6 +56,44 @@ def test_what_is_left_after_the_points_the_kernels_and_the_harnesss_time_is_othe
         "8.8% of the point's CPU time (others 0.29 s, steal 0.06 s of 4 s)")
 
 
+def test_memory_the_guest_reported_to_its_host_is_kept_with_the_window_and_said():
+    before, after = stat(cpu0=CpuTimes()), stat(cpu0=CpuTimes(user=0.7, system=0.1, steal=0.2))
+    found = interference.account(before, after, (0,), 1.0, ours_s=0.8, kernel_threads_s=0.0, harness_s=0.0,
+                                 reported_mib=640.25)
+    assert found.as_metrics()["reported_mib"] == 640.2 and found.share == pytest.approx(0.2)
+    assert interference.describe(found.as_metrics()) == (
+        "20.0% of the point's CPU time (others 0 s, steal 0.2 s of 1 s); 640 MiB of free memory reported to the host")
+    # A kernel that counts none: nothing is claimed, not a zero.
+    plain = interference.account(before, after, (0,), 1.0, ours_s=0.8, kernel_threads_s=0.0, harness_s=0.0)
+    assert "reported_mib" not in plain.as_metrics() and "reported" not in interference.describe(plain.as_metrics())
+
+
+def test_the_reported_count_is_read_where_the_kernel_keeps_it_and_none_elsewhere(tmp_path, monkeypatch):
+    counter = tmp_path / "reported_kib"
+    monkeypatch.setattr(interference, "REPORTED_KIB", counter)
+    assert interference.reported_kib() is None
+    counter.write_text("672868692\n")
+    assert interference.reported_kib() == 672868692
+    counter.write_text("")
+    assert interference.reported_kib() is None
+
+
+def test_a_window_keeps_what_was_reported_between_its_ends(monkeypatch):
+    from mosbench.machine.isolation import Group
+    from mosbench.run import window
+
+    class Counted(Group):  # a group whose CPU time is known, as a cgroup's is
+        def cpu_seconds(self) -> tuple[float, float]:
+            return (0.0, 0.0)
+
+    groups = window.WindowGroups(Counted((0,)))
+    counts = iter([1_000_000, 1_000_000 + 3 * 1024])
+    monkeypatch.setattr(interference, "reported_kib", lambda: next(counts))
+    a, b = window._Ends.read(groups), window._Ends.read(groups)
+    found = window._interference(a, b, groups, (0,), 1.0)
+    assert found is not None and found.reported_mib == 3.0
+
+
 def test_a_point_that_was_all_its_own_reads_no_interference_never_a_negative_figure():
     before = stat(cpu0=CpuTimes())
     after = stat(cpu0=CpuTimes(user=0.9, system=0.1))
@@ -160,4 +198,8 @@ def test_show_and_report_mark_interfered_trials():
     assert rows.interference_banner(series).startswith("1 of 2 measured trials were interfered with")
     [t] = rows.cell_tables(series)
     assert t.column("limit") == ["interfered 1/2, up to 40%"]
+    freed = point(2, 60.0, True)
+    freed["metrics"] = {"interference": {"share": 0.4, "steal_s": 0.4, "reported_mib": 704.0}}
+    [t] = rows.cell_tables(cells.build_series([point(1, 100.0, False), freed]))
+    assert t.column("limit") == ["interfered 1/2, up to 40%, 704 MiB freed to the host"]
     assert rows.interference_banner(cells.build_series([point(1, 100.0, False)])) is None

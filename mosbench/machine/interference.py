@@ -15,6 +15,13 @@ the point interfered. Each kind of time is told apart by where the kernel accoun
   its share, since it may have run on other CPUs too.
 
 Steal (a hypervisor running another guest on our CPUs) is interference too, reported apart.
+In a guest whose balloon reports free memory to its host (free page reporting), the host takes back
+what it is given, from 2 s after a program freed it and for as long as there is more, and that work
+shows in the window as steal: on the 2-CPU VM, busy on both CPUs, each second that reported memory
+stole about 0.45 s per GiB and the seconds between stole none (after a 4 GiB release); data
+operations ran a third slower beside it (docs/FXMARK.md). Where the guest kernel counts what it has
+reported, the window keeps the amount (`reported_mib`): steal that comes with it is the point's
+neighbour's release (or its own), not another guest.
 Tick-based /proc/stat and the cgroups' exact times differ by up to a tick per CPU, so a quiet point
 reads a few tenths of a percent at most, never a negative figure.
 """
@@ -31,6 +38,8 @@ from typing import Any
 from mosbench.machine.accounting import CpuTimes
 
 PF_KTHREAD = 0x00200000
+# Not in mainline: kernels built for some VMMs (Firecracker's) count what page reporting has handed back.
+REPORTED_KIB = Path("/sys/module/page_reporting/parameters/reported_kib")
 DEFAULT_THRESHOLD = 0.02  # the share of the point's CPU time others may take before it is marked
 
 
@@ -105,6 +114,14 @@ def kernel_thread_seconds(before: dict[int, KernelThread], after: dict[int, Kern
     return total
 
 
+def reported_kib() -> int | None:
+    """The free memory this guest has reported to its host since boot, where its kernel counts it."""
+    try:
+        return int(REPORTED_KIB.read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def harness_seconds() -> float:
     """This process's CPU time, all its threads."""
     t = os.times()
@@ -121,6 +138,7 @@ class Interference:
     kernel_threads_s: float
     harness_s: float
     capacity_s: float  # the window × the measured CPUs
+    reported_mib: float | None = None  # free memory the guest reported to its host in the window, if counted
 
     @property
     def share(self) -> float:
@@ -128,16 +146,20 @@ class Interference:
         return (self.other_s + self.steal_s) / self.capacity_s if self.capacity_s > 0 else 0.0
 
     def as_metrics(self) -> dict[str, float]:
-        return {"other_s": round(self.other_s, 4), "steal_s": round(self.steal_s, 4),
-                "interrupts_s": round(self.interrupts_s, 4), "kernel_threads_s": round(self.kernel_threads_s, 4),
-                "harness_s": round(self.harness_s, 4), "capacity_s": round(self.capacity_s, 4),
-                "share": round(self.share, 5)}
+        out = {"other_s": round(self.other_s, 4), "steal_s": round(self.steal_s, 4),
+               "interrupts_s": round(self.interrupts_s, 4), "kernel_threads_s": round(self.kernel_threads_s, 4),
+               "harness_s": round(self.harness_s, 4), "capacity_s": round(self.capacity_s, 4),
+               "share": round(self.share, 5)}
+        if self.reported_mib is not None:
+            out["reported_mib"] = round(self.reported_mib, 1)
+        return out
 
 
 def account(before: dict[int, CpuTimes], after: dict[int, CpuTimes], cpus: Iterable[int], window_s: float,
-            ours_s: float, kernel_threads_s: float, harness_s: float) -> Interference:
+            ours_s: float, kernel_threads_s: float, harness_s: float,
+            reported_mib: float | None = None) -> Interference:
     """The window's busy time on `cpus` less the point's own (`ours_s`: its groups' CPU time), the
-    interrupts, the kernel threads and the harness."""
+    interrupts, the kernel threads and the harness; with what the guest reported to its host meanwhile."""
     cpus = [c for c in cpus if c in before and c in after]
     total = CpuTimes()
     for c in cpus:
@@ -146,15 +168,18 @@ def account(before: dict[int, CpuTimes], after: dict[int, CpuTimes], cpus: Itera
     busy = total.user + total.nice + total.system + interrupts
     other = busy - interrupts - ours_s - kernel_threads_s - harness_s
     return Interference(max(0.0, other), max(0.0, total.steal), interrupts, kernel_threads_s, harness_s,
-                        window_s * len(cpus))
+                        window_s * len(cpus), reported_mib)
 
 
 def describe(metrics: dict[str, Any]) -> str:
-    """The figure a person reads: "other programs 5.3% (1.06 s of 20 s), steal 0.1%"."""
+    """The figure a person reads: "5.3% of the point's CPU time (others 0.06 s, steal 1 s of 20 s)", and
+    the memory the guest gave back to its host meanwhile where there was any."""
     share = metrics.get("share", 0.0)
     cap = metrics.get("capacity_s") or 0.0
     text = f"{share:.1%} of the point's CPU time"
     if cap:
         text += (f" (others {metrics.get('other_s', 0.0):.3g} s, steal {metrics.get('steal_s', 0.0):.3g} s"
                  f" of {cap:.3g} s)")
+    if reported := metrics.get("reported_mib"):
+        text += f"; {reported:.0f} MiB of free memory reported to the host"
     return text

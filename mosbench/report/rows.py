@@ -199,7 +199,8 @@ def _plus_minus(share: float | None) -> str:
 def limit_text(trials: list[Trial], notes: list[list[PointNote]]) -> tuple[str, bool]:
     """Which side limited a server point's trials, "client n/m" (the evidence is in the metrics) or
     "server", how many trials each of the workload's notes was made of ("queue grew n/m"), and how
-    many other programs interfered with ("interfered n/m, up to 12%"); whether that is a limit other
+    many other programs interfered with ("interfered n/m, up to 12%", and the most memory a guest gave back
+    to its host in one of those windows); whether that is a limit other
     than the server's own."""
     said = []
     judged = [t.metrics for t in trials if "client_bound" in t.metrics]
@@ -212,6 +213,10 @@ def limit_text(trials: list[Trial], notes: list[list[PointNote]]) -> tuple[str, 
     if interfered:
         worst = max(t.interference_share or 0.0 for t in interfered)
         said.append(f"interfered {len(interfered)}/{len(trials)}, up to {worst:.0%}")
+        # The host taking back memory the guest freed shows as steal: say so where it happened.
+        reported = max((t.metrics.get("interference") or {}).get("reported_mib") or 0.0 for t in interfered)
+        if reported >= 1:
+            said.append(f"{reported:.0f} MiB freed to the host")
     return ", ".join(said), bool(bound or tags or interfered)
 
 

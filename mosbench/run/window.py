@@ -205,6 +205,7 @@ class _Ends:
     harness: float
     kernel_threads: dict[int, interference.KernelThread]
     sched: dict[int, schedstat.ThreadCounts] | None
+    reported_kib: int | None
 
     @classmethod
     def read(cls, groups: WindowGroups) -> _Ends:
@@ -212,7 +213,8 @@ class _Ends:
         return cls(accounting.read_proc_stat(), groups.work.cpu_seconds(),
                    groups.load.cpu_seconds() if groups.load else None,
                    interference.harness_seconds() + (sum(harness_group) if harness_group else 0.0),
-                   interference.kernel_threads(), schedstat.read(tids) if (tids := groups.work.threads()) else None)
+                   interference.kernel_threads(), schedstat.read(tids) if (tids := groups.work.threads()) else None,
+                   interference.reported_kib())
 
 
 def _interference(a: _Ends, b: _Ends, groups: WindowGroups, cpus: tuple[int, ...],
@@ -227,4 +229,6 @@ def _interference(a: _Ends, b: _Ends, groups: WindowGroups, cpus: tuple[int, ...
         ours += sum(b.load) - sum(a.load)
     return interference.account(a.stat, b.stat, cpus, window, ours,
                                 interference.kernel_thread_seconds(a.kernel_threads, b.kernel_threads, cpus),
-                                b.harness - a.harness)
+                                b.harness - a.harness,
+                                None if a.reported_kib is None or b.reported_kib is None
+                                else (b.reported_kib - a.reported_kib) / 1024)
