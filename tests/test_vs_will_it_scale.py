@@ -26,13 +26,14 @@ pytestmark = pytest.mark.filterwarnings("ignore:descriptors .* are open:RuntimeW
 # will-it-scale's <test>_<mode> in miniature: every 0.05 s a `min:1 max:2 total:N` line. The k-th start of
 # a test takes line k (cycling) of <test>.rates and prints its words in turn (cycling), so a test sets
 # each invocation's rates. Like the real one it makes /tmp/willitscale.XXXXXX and starts a task process;
-# it logs its arguments, its pid, its task's pid and its directory for the test to check.
+# it logs its arguments, its pid, its task's pid, its directory and where hwloc would look for plugins.
 STAND_IN = r"""#!/bin/sh
 dir=$(dirname "$0"); name=$(basename "$0"); test=${name%_*}
 k=$(cat "$dir/$test.count" 2>/dev/null || echo 0)
 echo $((k + 1)) > "$dir/$test.count"
 echo "theirs $name $*" >> "$dir/log"
 echo $$ > "$dir/$test.pid"
+echo "${HWLOC_PLUGINS_PATH-unset}" > "$dir/$test.hwloc_plugins"
 mktemp -d /tmp/willitscale.XXXXXX > "$dir/$test.tmpdir"
 sleep 30 > /dev/null &
 echo $! > "$dir/$test.task"
@@ -188,6 +189,8 @@ def test_theirs_reads_the_window_and_leaves_nothing_behind(tmp_path):
     r = willitscale.theirs(wis, "fake1", "threads", 3, 1, 2)
     assert r == pairs.Round(250.0, [200.0, 300.0])  # the warm-up second skipped, the next two averaged
     assert (wis / "log").read_text() == "theirs fake1_threads -t 3\n"
+    # hwloc loads no plugin: a distribution's moved process-mode mmap1 and brk1 by 1.6x.
+    assert (wis / "fake1.hwloc_plugins").read_text() == "/dev/null\n"
     # The process group is killed (the test and its task) and the directory it made is gone.
     assert not alive(int((wis / "fake1.pid").read_text()))
     assert not alive(int((wis / "fake1.task").read_text()))

@@ -4,7 +4,8 @@ will-it-scale is not part of mosbench: it is built outside this tree and given a
 its `<test>_processes` and `<test>_threads`. Both tools run with the same task counts, pinned one task
 per CPU in the same order, with files in the same directory (/tmp, will-it-scale's), address-space
 randomisation off (will-it-scale's runtest.py uses setarch -R; mosbench-micro turns it off itself) and
-no descriptor inherited from the caller (`close_inherited_fds`). Each round runs ours and theirs back
+no descriptor inherited from the caller (`close_inherited_fds`), and will-it-scale without hwloc's plugins
+(`HWLOC_NO_PLUGINS`). Each round runs ours and theirs back
 to back, alternating which goes first; each measurement skips the warm-up seconds and averages the next
 seconds of per-second counts (will-it-scale prints them as it goes; it is stopped by its process group
 once enough have come). analysis/pairs.py judges each pair; report/pairs.py prints them.
@@ -41,6 +42,15 @@ class ToolFailed(RuntimeError):
         self.lines = list(lines)
 
 
+# hwloc loads its plugins (gl, opencl, pci, xml_libxml) where the distribution installs them, and
+# will-it-scale needs none of them: its CPUs and cores are found by the linux and x86 components built into
+# libhwloc. With Debian 12's plugins installed, its process-mode mmap1 and brk1 ran 1.6-1.7x slower than
+# without them, every kernel function of the loop alike, and as fast as mosbench-micro's without
+# (docs/WORKLOADS.md): a figure that moves with a distribution's plugins is not the kernel's. A
+# plugin path that is not a directory loads none.
+HWLOC_NO_PLUGINS = {"HWLOC_PLUGINS_PATH": os.devnull}
+
+
 def theirs(wis: Path, test: str, mode: str, tasks: int, warmup: int, duration: int) -> Round:
     """Runs will-it-scale's test until warm-up plus window per-second lines have come; mean of the window."""
     before = set(Path("/tmp").glob("willitscale.*"))
@@ -49,7 +59,7 @@ def theirs(wis: Path, test: str, mode: str, tasks: int, warmup: int, duration: i
     # Its errors come with its output: a program that fails says why among the last lines kept.
     proc = subprocess.Popen(["setarch", "-R", "stdbuf", "-oL", str(program), "-t", str(tasks)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd="/tmp",
-                            start_new_session=True)
+                            env={**os.environ, **HWLOC_NO_PLUGINS}, start_new_session=True)
     totals: list[int] = []
     said: list[str] = []  # the last lines that were not counts
     try:
