@@ -201,5 +201,5 @@ def test_show_and_report_mark_interfered_trials():
     freed = point(2, 60.0, True)
     freed["metrics"] = {"interference": {"share": 0.4, "steal_s": 0.4, "reported_mib": 704.0}}
     [t] = rows.cell_tables(cells.build_series([point(1, 100.0, False), freed]))
-    assert t.column("limit") == ["interfered 1/2, up to 40%, 704 MiB freed to the host"]
+    assert t.column("limit") == ["interfered 1/2, up to 40%, 704 MiB reported to the host"]
     assert rows.interference_banner(cells.build_series([point(1, 100.0, False)])) is None

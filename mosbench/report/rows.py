@@ -216,7 +216,7 @@ def limit_text(trials: list[Trial], notes: list[list[PointNote]]) -> tuple[str, 
         # The host taking back memory the guest freed shows as steal: say so where it happened.
         reported = max((t.metrics.get("interference") or {}).get("reported_mib") or 0.0 for t in interfered)
         if reported >= 1:
-            said.append(f"{reported:.0f} MiB freed to the host")
+            said.append(f"{reported:.0f} MiB reported to the host")
     return ", ".join(said), bool(bound or tags or interfered)
 
 
