@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from mosbench.machine import filesystem  # noqa: E402
+from mosbench.machine import filesystem, interference  # noqa: E402
 from mosbench.workloads import fxmark  # noqa: E402
 
 RESULT = re.compile(r"^\s*(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", re.M)  # ncpu secs works works/sec
@@ -59,9 +59,9 @@ WARMUP_S = 0.0
 # files fill the 4 GiB file system, and the loop device's image holds as much again). A program started in
 # that time ran beside it, and touched pages the host must supply again: whichever went second in a pair
 # read 25-40% low (ext4 DWTL at 2 cores, 8 pairs: 0.71-0.89 with FxMark first, 1.12-1.19 with mosbench
-# first). Each program waits until the count of reported memory has stood still this long, where this
-# guest's kernel shows the count; elsewhere it starts at once.
-REPORTED = Path("/sys/module/page_reporting/parameters/reported_kib")
+# first). Each program waits until the count of reported memory (interference.reported_kib, the one each
+# mosbench window reads) has stood still this long, where this guest's kernel shows the count; elsewhere it
+# starts at once.
 QUIET_S = 3.0
 SETTLE_LIMIT_S = 60.0
 
@@ -101,13 +101,13 @@ def fs_size(size_gib: int) -> int:
 def settle() -> float:
     """Waits until the guest's free page reporting has been quiet for QUIET_S (at most SETTLE_LIMIT_S):
     the seconds it waited."""
-    if not REPORTED.exists():
+    if not interference.REPORTED_KIB.exists():
         return 0.0
     start = last_change = time.monotonic()
-    last = REPORTED.read_text()
+    last = interference.reported_kib()
     while time.monotonic() - last_change < QUIET_S and time.monotonic() - start < SETTLE_LIMIT_S:
         time.sleep(0.25)
-        if (now := REPORTED.read_text()) != last:
+        if (now := interference.reported_kib()) != last:
             last, last_change = now, time.monotonic()
     return time.monotonic() - start
 

@@ -5,12 +5,13 @@ import threading
 import time
 
 from benchmarks import vs_fxmark
+from mosbench.machine import interference
 
 
 def test_each_program_waits_until_reporting_has_been_quiet(tmp_path, monkeypatch):
     reported = tmp_path / "reported_kib"
     reported.write_text("0\n")
-    monkeypatch.setattr(vs_fxmark, "REPORTED", reported)
+    monkeypatch.setattr(interference, "REPORTED_KIB", reported)
     monkeypatch.setattr(vs_fxmark, "QUIET_S", 0.6)
     bursts_end = []
 
@@ -30,11 +31,11 @@ def test_each_program_waits_until_reporting_has_been_quiet(tmp_path, monkeypatch
 
 
 def test_waiting_is_bounded_and_absent_where_the_kernel_shows_no_count(tmp_path, monkeypatch):
-    monkeypatch.setattr(vs_fxmark, "REPORTED", tmp_path / "absent")
+    monkeypatch.setattr(interference, "REPORTED_KIB", tmp_path / "absent")
     assert vs_fxmark.settle() == 0.0
     reported = tmp_path / "reported_kib"
     reported.write_text("0\n")
-    monkeypatch.setattr(vs_fxmark, "REPORTED", reported)
+    monkeypatch.setattr(interference, "REPORTED_KIB", reported)
     monkeypatch.setattr(vs_fxmark, "QUIET_S", 5.0)
     monkeypatch.setattr(vs_fxmark, "SETTLE_LIMIT_S", 1.0)
     stop = threading.Event()

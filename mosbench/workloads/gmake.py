@@ -38,14 +38,6 @@ from mosbench.workloads.base import (
 )
 
 MAKE = Path("/usr/bin/make")
-
-
-def make_env(scratch: Path) -> dict[str, str]:
-    """make's environment with the compilers' temporary files (gcc's .s between cc1 and as) in the scratch:
-    the build's own tmpfs, like its tree, and gone with it when a killed build cannot remove them."""
-    tmp = scratch / "tmp"
-    tmp.mkdir(exist_ok=True)
-    return {**os.environ, "TMPDIR": str(tmp)}
 TIMELINE_S = 0.1
 SERIAL_BELOW = 1.5  # CPUs busy: under this, one thing at a time is running
 # What one make job and its compiler take, for the check before a run (cc1 on a kernel file: 100-250 MB).
@@ -96,6 +88,14 @@ def same_work(run_extra: dict[str, Any], built: int) -> None:
     first = run_extra.setdefault("objects", built)
     if built != first:
         raise PointFailed(f"make built {built} objects, the run's first job {first}: not the same work")
+
+
+def make_env(scratch: Path) -> dict[str, str]:
+    """make's environment with the compilers' temporary files (gcc's .s between cc1 and as) in the scratch:
+    the build's own tmpfs, like its tree, and gone with it when a killed build cannot remove them."""
+    tmp = scratch / "tmp"
+    tmp.mkdir(exist_ok=True)
+    return {**os.environ, "TMPDIR": str(tmp)}
 
 
 class GmakeInstance(Instance):
@@ -224,9 +224,10 @@ class Gmake(Workload):
         tree = linuxsrc.unpack_linux(linuxsrc.tree_cache(), ctx.run)
         configured = ctx.scratch / "configured"
         jobs = 2 * os.cpu_count() if os.cpu_count() else 2
+        env = make_env(ctx.scratch)
         for step in (["defconfig"], [f"-j{jobs}", "prepare"]):
             status, last = ctx.run(f"gmake-{step[-1]}", [str(MAKE), "-C", str(tree), f"O={configured}", *step],
-                                   env=make_env(ctx.scratch))
+                                   env=env)
             if status != 0:
                 raise UserError(f"gmake: make {step[-1]} of {tree} failed: {last or f'status {status}'}")
         ctx.extra.update(tree=tree, configured=configured)
