@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import contextlib
-import math
 import os
-import re
 import shlex
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from mosbench.analysis import cells as analysis
 from mosbench.analysis.precision import DEFAULT_PRECISION
+from mosbench.commands.options import FiniteFloat, comma_list, commit_id, open_store, store_option, wide_option
 from mosbench.errors import UserError
 from mosbench.machine import journal, topology
 from mosbench.machine import lock as machine_lock
@@ -25,69 +23,16 @@ from mosbench.report import gate, table, terminal
 from mosbench.report.terminal import console, err_console, say, stdout
 from mosbench.run.plan import AUTO_MAX_TRIALS, AUTO_MIN_TRIALS, Plan
 from mosbench.store import export as exporting
-from mosbench.store.location import DEFAULT_PATH as DEFAULT_STORE
 from mosbench.workloads import registry
-
-if TYPE_CHECKING:
-    from mosbench.store.db import Store
 
 EXIT_POINTS_FAILED = 3
 EXIT_INTERRUPTED = 130
-
-store_option = click.option("--store", "store_url", envvar="MOSBENCH_STORE", default=None,
-                            help="Results store: an SQLite path or a SQLAlchemy URL (postgresql+psycopg://…). "
-                                 f"Default {DEFAULT_STORE}.")
-
-
-wide_option = click.option("--wide", is_flag=True,
-                           help="Every column, at the width it needs (by default the essential ones fit the "
-                                "terminal, or 80 columns in a pipe; the HTML report has them all).")
-
-
-class FiniteFloat(click.ParamType):
-    """A float at least `least`; nan and inf are refused (a window of inf seconds never ends)."""
-
-    name = "seconds"
-
-    def __init__(self, least: float):
-        self.least = least
-
-    def convert(self, value, param, ctx) -> float:
-        try:
-            x = float(value)
-        except (TypeError, ValueError):
-            self.fail(f"{value!r} is not a number", param, ctx)
-        if not math.isfinite(x):
-            self.fail(f"{value!r} is not a finite number of seconds", param, ctx)
-        if x < self.least:
-            self.fail(f"{value} is below {self.least}", param, ctx)
-        return x
 
 
 def _recover() -> None:
     """Undoes what runs killed without their guardian left behind, and marks those runs killed."""
     for action in journal.recover_stale():
         err_console.print(f"mosbench: cleaned up after an earlier run: {action}", style="yellow", markup=False)
-
-
-def _open_store(store_url: str | None, create: bool = True) -> Store:
-    """The results store (store/db.Store). SQLAlchemy is imported here, so a command that reads no store
-    (--help, list, doctor, a shell's completion) starts without it."""
-    from mosbench.store.db import Store
-
-    return Store(store_url, create=create)
-
-
-def _comma_list(_ctx, _param, value: str | None) -> list[str] | None:
-    return [v.strip() for v in value.split(",") if v.strip()] if value else None
-
-
-def _commit_id(_ctx, _param, value: str | None) -> str | None:
-    """--commit: a commit id as git prints it (history orders and bisects runs by it), lower-cased."""
-    if value is not None and not re.fullmatch(r"[0-9a-fA-F]{7,40}", value):
-        raise UserError(f"--commit {value!r} is not a commit id: give its 7 to 40 hex digits "
-                        "(`git -C TREE rev-parse REV` prints them)")
-    return value.lower() if value else None
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -103,7 +48,7 @@ def cli() -> None:
 @click.argument("selections", nargs=-1)
 @click.option("--cores", default=None, help="Core counts: 1,2,4..48,max (a..b doubles, a..b:s steps). "
               "Default: 1, doublings and every L3/socket/SMT boundary of this machine.")
-@click.option("--variant", "--mode", "variants", callback=_comma_list, help="Variants to run (default all).")
+@click.option("--variant", "--mode", "variants", callback=comma_list, help="Variants to run (default all).")
 @click.option("--trials", "trials_spec", default=str(Plan.trials), show_default=True, metavar="N|auto[:MAX]",
               help=f"Trials per point, or auto: {AUTO_MIN_TRIALS}, then more (a round over the sweep at a time) for "
                    f"each point whose 95% interval is wider than --precision, up to MAX ({AUTO_MAX_TRIALS}).")
@@ -127,7 +72,7 @@ def cli() -> None:
               help="Profile each window with perf (call graphs, kernel lock contention, PMU counts) and store it "
                    "with the point: every point, or those of the given workloads or workload/tests (a,b/c).")
 @click.option("--label", help="A name for this run (e.g. the kernel under test).")
-@click.option("--commit", "kernel_commit", metavar="ID", callback=_commit_id,
+@click.option("--commit", "kernel_commit", metavar="ID", callback=commit_id,
               help="The running kernel's commit id in its tree (7 to 40 hex digits), recorded with the run: "
                    "`mosbench history --order commit` orders runs by it and `--bisect` bisects between them (vm, "
                    "ab and bisect record a built tree's HEAD themselves).")
@@ -151,7 +96,7 @@ def run(selections, cores, variants, trials_spec, precision, duration, warmup, i
     if resume_ref:
         if selections:
             raise UserError("--resume takes its plan from the stored run; give no workloads with it")
-        db = _open_store(store_url)
+        db = open_store(store_url)
         previous, the_plan = start.stored_plan(db, resume_ref, topo)
     else:
         the_plan = start.new_plan(start.request(click.get_current_context().params), topo)
@@ -160,7 +105,7 @@ def run(selections, cores, variants, trials_spec, precision, duration, warmup, i
         if resume_ref:
             begun = start.opened(the_plan, *start.reopen(db, previous))
         else:
-            db = _open_store(store_url)
+            db = open_store(store_url)
             begun = start.opened(the_plan, start.create(db, the_plan, topo, _command_line(), label, kernel_commit),
                                  set())
         run_id = begun.run_id
@@ -199,7 +144,7 @@ def list_cmd(names: tuple[str, ...]) -> None:
 @store_option
 def runs(store_url) -> None:
     """Stored runs, one line each."""
-    terminal.print_runs(_open_store(store_url, create=False).list_runs())
+    terminal.print_runs(open_store(store_url, create=False).list_runs())
 
 
 @cli.command()
@@ -211,7 +156,7 @@ def show(run_ref, wide, store_url) -> None:
     (80 in a pipe), every column with --wide."""
     from mosbench.report import history as history_report
 
-    db = _open_store(store_url, create=False)
+    db = open_store(store_url, create=False)
     r = db.run(run_ref)
     pts = db.points(r["id"], with_profiles=True, with_samples=False)
     found, explained = history_report.of_run_explained(db, r)
@@ -239,7 +184,7 @@ def report(run_refs, output: Path, store_url) -> None:
     """HTML report of one run, or of several compared (figures also as PNG and SVG beside it)."""
     from mosbench.report import html
 
-    db = _open_store(store_url, create=False)
+    db = open_store(store_url, create=False)
     _check_writable(output)
     path = html.write(db, list(run_refs) or ["latest"], output)
     console.print(f"wrote {path} (figures in {path.parent / (path.stem + '_files')})")
@@ -267,7 +212,7 @@ def compare(run_refs, include_interfered, fail_on, as_json, wide, store_url) -> 
         raise UserError("compare needs two runs or more: mosbench compare BASELINE OTHER [OTHER…]")
     if fail_on is not None and not 0 <= fail_on < 100:
         raise UserError(f"--fail-on-regression takes a percentage from 0 up to 100, not {fail_on:g}")
-    db = _open_store(store_url, create=False)
+    db = open_store(store_url, create=False)
     runs = [db.run(ref) for ref in run_refs]
     if len({r["id"] for r in runs}) < len(runs):
         raise UserError("compare was given the same run twice")
@@ -296,7 +241,7 @@ def compare(run_refs, include_interfered, fail_on, as_json, wide, store_url) -> 
 @store_option
 def export(run_ref, fmt, output, store_url) -> None:
     """A run's points as CSV or JSON (JSON includes the run, samples and logs)."""
-    text = exporting.export(_open_store(store_url, create=False), run_ref, exporting.Format(fmt))
+    text = exporting.export(open_store(store_url, create=False), run_ref, exporting.Format(fmt))
     if output:
         output.write_text(text)
     else:
@@ -341,7 +286,7 @@ def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, as_json, wide, store_ur
 
         fits = lockmodel.given(a_ns or float(PAR_NS), s_ns, c_ns)
     else:
-        db = _open_store(store_url, create=False)
+        db = open_store(store_url, create=False)
         r = db.run(run_ref or "latest")
         fits = lockmodel.fit_run(analysis.build_series(db.points(r["id"])), r["plan"].get("params", {}), a_ns)
         if not fits:
@@ -378,7 +323,7 @@ def model_scaling(run_ref, up_to, output, as_json, wide, store_url) -> None:
     from mosbench.report import fits as fits_report
     from mosbench.report import rows
 
-    db = _open_store(store_url, create=False)
+    db = open_store(store_url, create=False)
     r = db.run(run_ref or "latest")
     groups = analysis.group_by_test(analysis.build_series(db.points(r["id"])))
     if not groups:
@@ -454,7 +399,7 @@ def vm(shape, nodes, memory_mb, cgroup_version, suite, kernel_spec, timeout_min,
     want = guest_vm.parse_shape(shape, nodes, memory_mb)
     kernel = kernels.resolve(kernel_spec) if kernel_spec else None
     guest_vm.require_tools()
-    db = _open_store(store_url)
+    db = open_store(store_url)
     guests = [guest_vm.Guest(want, version, kernel)
               for version in ((2, 1) if cgroup_version == "both" else (int(cgroup_version),))]
     suite = suite or ("ci" if checked is None else None)
@@ -550,7 +495,7 @@ def ab(kernel_specs, shape, first_rounds, max_rounds, precision, boot_timeout_mi
     checked = _checked_run_args(run_args)
     a, b = (kernels.resolve(k) for k in kernel_specs)
     want = guest_vm.host_sized_shape(shape)
-    db = _open_store(store_url)
+    db = open_store(store_url)
     booter = _booter(db, want, checked, boot_timeout_min)
     with _measuring(no_wait):
         say(f"A: {a.describe()}; B: {b.describe()}; guest {want.describe()}, "
@@ -588,7 +533,7 @@ def bisect(tree, good, bad, work, step_rounds, jobs, shape, first_rounds, max_ro
     good_id, bad_id = bisecting.resolve_revisions(tree, good, bad)
     bisecting.check_build_tools()
     want = guest_vm.host_sized_shape(shape)
-    db = _open_store(store_url)
+    db = open_store(store_url)
     booter = _booter(db, want, checked, boot_timeout_min)
     builder = bisecting.Builder(tree, work or bisecting.default_work(tree), jobs or len(os.sched_getaffinity(0)))
     with _measuring(no_wait):
@@ -639,7 +584,7 @@ def history(ctx, selections, hostname, order, tree, fail_on, as_json, then_bisec
         raise UserError("--bisect needs the kernel tree the runs' commits come from: --tree DIR")
     # Names are checked as `run` checks them: an unknown one is said, not searched for.
     chosen = stored_selections(list(selections))
-    db = _open_store(store_url, create=False)
+    db = open_store(store_url, create=False)
     found = hist.build(db.list_runs(), db.history_points, chosen, hostname, hist.Order(order), tree)
     worse = found.worse_than(fail_on) if fail_on is not None else []
     explained = explain_history.explained(db, found)

@@ -21,7 +21,8 @@ LAYERS = (
     ("mosbench.run",),
     ("mosbench.report",),
     ("mosbench.guest",),
-    ("mosbench.cli", "mosbench.__main__"),
+    ("mosbench.web",),  # mosbench serve: the lab's pages and their JSON, over every layer below
+    ("mosbench.cli", "mosbench.commands", "mosbench.__main__"),
     ("mosbench.testing",),  # rigs for tests and benchmarks: above everything, so nothing imports them
 )
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from mosbench import cli
+from mosbench.commands import options
 from mosbench.machine import journal
 from mosbench.report import terminal
 from mosbench.run.plan import stored_selections
@@ -111,9 +112,9 @@ def test_a_commit_that_is_not_a_commit_id_is_refused_before_anything_is_made(tmp
 
 
 def test_a_commit_id_is_kept_as_git_prints_it():
-    assert cli._commit_id(None, None, "ABCDEF1234567") == "abcdef1234567"
-    assert cli._commit_id(None, None, "0" * 40) == "0" * 40
-    assert cli._commit_id(None, None, None) is None
+    assert options.commit_id(None, None, "ABCDEF1234567") == "abcdef1234567"
+    assert options.commit_id(None, None, "0" * 40) == "0" * 40
+    assert options.commit_id(None, None, None) is None
 
 
 # ---- a reader that leaves -------------------------------------------------------------------------------
