@@ -139,3 +139,40 @@ def fill(db: Store, n_runs: int, changes: list[Planted], seed: int, tests: int =
             conn.execute(points.insert(), rows)
             ids.append(int(run_id))
     return ids
+
+
+LAB_COMMITS = ("1" * 40, "2" * 40)  # ci's and ci2's kernel commits: before their run 8, and from it on
+LAB_START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+
+def debian_releases(flavour: str, first: int = 20, every: int = 6) -> Callable[[int], str]:
+    """A machine's kernel by run: Debian's 6.1.0-ABI-FLAVOUR, the ABI one up every `every` runs."""
+    return lambda i: f"6.1.0-{first + i // every}-{flavour}"
+
+
+def fill_lab(db: Store) -> dict[str, list[int]]:
+    """A lab of six machines with the changes the lab's alerts must find, each machine's run ids oldest first:
+    - big4s (Debian amd64) and arm (Debian arm64), releases 6.1.0-20, -21, -22 (6 runs each): micro/t1 falls
+      when 6.1.0-22 comes (run 12), on big4s at 4 and 8 cores only (×0.7, a scalability change), on arm at
+      every core count (×0.75); small2s ran the same releases and nothing moved;
+    - ci: LAB_COMMITS[0] until run 8, LAB_COMMITS[1] from it on, one release: micro/t0 ×1.3 at every core
+      count; ci2 ran both commits and nothing moved;
+    - old: 24 runs sixty days before the rest, one release: micro/t2 ×0.8 from run 4 on (an old change,
+      sides named by their runs).
+    Runs of different machines interleave in time as a lab's nightly runs do."""
+    hour = dt.timedelta(hours=1)
+    commits = [Planted(0, 1.0, environment={"kernel_commit": LAB_COMMITS[0]}),
+               Planted(8, 1.0, environment={"kernel_commit": LAB_COMMITS[1]})]
+    return {
+        "big4s": fill(db, 18, [Planted(12, 0.7, cores=(4, 8), tests=("t1",))], seed=1, host="big4s",
+                      kernel=debian_releases("amd64"), start=LAB_START),
+        "arm": fill(db, 18, [Planted(12, 0.75, tests=("t1",))], seed=2, host="arm", kernel=debian_releases("arm64"),
+                    start=LAB_START + hour),
+        "small2s": fill(db, 18, [], seed=3, host="small2s", kernel=debian_releases("amd64"),
+                        start=LAB_START + 2 * hour),
+        "ci": fill(db, 14, [*commits, Planted(8, 1.3, tests=("t0",))], seed=4, host="ci",
+                   kernel=lambda i: "6.19.0-rc1", start=LAB_START + 3 * hour),
+        "ci2": fill(db, 14, commits, seed=5, host="ci2", kernel=lambda i: "6.19.0-rc1", start=LAB_START + 4 * hour),
+        "old": fill(db, 24, [Planted(4, 0.8, tests=("t2",))], seed=6, host="old", kernel=lambda i: "6.6.0",
+                    start=LAB_START - dt.timedelta(days=60)),
+    }
