@@ -35,7 +35,10 @@ install_missing() {
 
 # What the installer may go without: the workload that needs it is left out of `make bench` where it is
 # absent (the Makefile asks for exim only where /usr/sbin/exim4 is), so a missing one is said, not fatal.
-declare -A APT_SKIPPABLE=([exim4-daemon-light]="the exim workload will be unavailable")
+# Ubuntu has Chromium only as a snap: there mosbench serve's browser tests skip, saying why.
+declare -A APT_SKIPPABLE=([exim4-daemon-light]="the exim workload will be unavailable"
+    [chromium]="mosbench serve's browser tests will be skipped"
+    [chromium-driver]="mosbench serve's browser tests will be skipped")
 
 # A versioned name stands for its family: the stem, then a version (postgresql-15, linux-source-6.1).
 APT_VERSIONED='^(.+-)([0-9]+(\.[0-9]+)*)$'

@@ -1,0 +1,124 @@
+"""The overview: every machine in the store against every workload it ran, each cell the newest per-core
+ratio at the most cores to one core (the paper's Figure 3 measure), an arrow where the newest run began a
+change there, and the machine's untriaged alerts counted."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import statistics
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from mosbench.analysis.cells import scaling_ratio
+from mosbench.analysis.history import History, Shape
+from mosbench.store.triage import UNTRIAGED
+from mosbench.web import records
+from mosbench.web.lab import Lab
+from mosbench.web.summaries import alert_state, summaries_with_ids
+
+ARROWS = {"regression": "↓", "improvement": "↑", "mixed": "↕"}
+
+
+@dataclass(frozen=True)
+class WorkloadCell(records.Record):
+    workload: str
+    ratio: float | None  # the geometric mean over the workload's series of per-core (most cores / one core)
+    ratio_text: str
+    cores: int | None  # the most cores among them
+    series: int  # how many series the mean is over
+    run_id: int | None  # the newest run that measured the workload
+    change: str | None  # "regression", "improvement", "mixed": the newest run began a change here
+    arrow: str
+    change_class: str
+    title: str  # what the cell is over
+    graph: str | None  # the workload's graph on this machine
+
+
+@dataclass(frozen=True)
+class MachineRow(records.Record):
+    hostname: str
+    topology: str
+    kernel: str  # the newest run's
+    runs: int
+    last_run_id: int
+    last_run_at: dt.datetime
+    last_run_age: str
+    untriaged: int  # alerts on this machine not yet triaged (their summary's state, or their own)
+    untriaged_class: str
+    workloads: tuple[WorkloadCell, ...]  # in Overview.workloads' order; ratio None where it ran none
+    graph: str  # the machine's series
+    alerts: str  # its alert summaries
+
+
+@dataclass(frozen=True)
+class Overview(records.Record):
+    machines: tuple[MachineRow, ...]
+    workloads: tuple[str, ...]
+    summaries: int
+    untriaged: int
+
+
+def _newest_changes(h: History) -> dict[str, str]:
+    """Per workload, the direction of the changes the newest run began (steps: a drift begins nowhere)."""
+    out: dict[str, set[bool]] = {}
+    newest = len(h.runs) - 1
+    for shift in h.shifts:
+        if shift.after == newest and shift.shape is Shape.STEP:
+            out.setdefault(shift.key.workload, set()).add(shift.ratio < 1)
+    return {w: "mixed" if len(d) > 1 else "regression" if True in d else "improvement" for w, d in out.items()}
+
+
+def _cells(h: History) -> dict[str, tuple[float, int, int, int]]:
+    """Per workload: the geometric mean of its series' scaling ratios in the newest run that measured each
+    series' one core and most cores, the most cores, how many series, that run's id."""
+    per_series: dict[tuple[str, str, str], dict[int, tuple[int, float]]] = {}
+    for s in h.series:
+        measured = s.measured()
+        if measured:
+            i = measured[-1]
+            per_series.setdefault((s.key.workload, s.key.test, s.key.variant), {})[s.cores] = (
+                i, statistics.fmean(s.trials[i]))
+    found: dict[str, list[tuple[float, int, int]]] = {}
+    for (workload, _, _), by_cores in per_series.items():
+        newest = max(i for i, _ in by_cores.values())
+        at_newest = {c: mean for c, (i, mean) in by_cores.items() if i == newest}
+        ratio = scaling_ratio(at_newest)
+        if ratio is not None and ratio[0] > 0:
+            found.setdefault(workload, []).append((ratio[0], ratio[1], newest))
+    return {w: (math.exp(statistics.fmean(math.log(r) for r, _, _ in got)), max(c for _, c, _ in got), len(got),
+                h.runs[max(i for _, _, i in got)].id)
+            for w, got in found.items()}
+
+
+def build(lab: Lab) -> Overview:
+    histories = lab.alerts.machine_histories()
+    summaries = summaries_with_ids(lab)
+    untriaged: dict[str, int] = {}
+    for _, summary, triage in summaries:
+        for alert in summary.alerts:
+            if alert_state(alert, triage) == UNTRIAGED:
+                untriaged[alert.hostname] = untriaged.get(alert.hostname, 0) + 1
+    now = dt.datetime.now(dt.UTC)
+    cells = {host: lab.kept("overview cells", h, _cells) for host, h in histories.items()}
+    workloads = tuple(sorted({w for c in cells.values() for w in c}))
+    machines = []
+    for host, h in sorted(histories.items()):
+        newest = h.runs[-1]
+        changed = _newest_changes(h)
+        row = []
+        for w in workloads:
+            ratio, cores, n, run_id = cells[host].get(w, (None, None, 0, None))
+            change = changed.get(w)
+            said = (f"{n} series at up to {cores} cores, run #{run_id}" if ratio is not None
+                    else f"{host} has not measured {w}")
+            row.append(WorkloadCell(w, ratio, records.ratio_text(ratio), cores, n, run_id, change,
+                                    ARROWS.get(change or "", ""), f"change-{change}" if change else "", said,
+                                    "/graphs?" + urlencode({"machine": host, "workload": w}) if ratio else None))
+        waiting = untriaged.get(host, 0)
+        machines.append(MachineRow(host, h.machine.topology, newest.kernel, len(h.runs), newest.id,
+                                   newest.started_at, records.age_text(newest.started_at, now), waiting,
+                                   "hot" if waiting else "", tuple(row), "/graphs?" + urlencode({"machine": host}),
+                                   "/alerts?" + urlencode({"machine": host})))
+    return Overview(tuple(machines), workloads, len(summaries), sum(untriaged.values()))
+
