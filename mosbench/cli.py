@@ -6,19 +6,22 @@ import contextlib
 import os
 import shlex
 import sys
-import tempfile
 from pathlib import Path
 
 import click
 
+from mosbench import outfile
 from mosbench.analysis import cells as analysis
 from mosbench.analysis.precision import DEFAULT_PRECISION
+from mosbench.commands.mail import mail as mail_command
 from mosbench.commands.options import FiniteFloat, comma_list, commit_id, open_store, store_option, wide_option
+from mosbench.commands.serve import serve as serve_command
 from mosbench.errors import UserError
 from mosbench.machine import journal, topology
 from mosbench.machine import lock as machine_lock
 from mosbench.machine import placement as placing
 from mosbench.machine.isolation import ISOLATIONS
+from mosbench.printable import error_line
 from mosbench.report import gate, table, terminal
 from mosbench.report.terminal import console, err_console, say, stdout
 from mosbench.run.plan import AUTO_MAX_TRIALS, AUTO_MIN_TRIALS, Plan
@@ -164,30 +167,24 @@ def show(run_ref, wide, store_url) -> None:
                        explained)
 
 
-def _check_writable(output: Path) -> None:
-    """Where a report goes is checked before a figure is drawn: its folder made (and the figures' beside
-    it) and a file written there, or one line saying why not."""
-    try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=output.parent, prefix=f".{output.name}."):
-            pass
-    except OSError as e:
-        raise UserError(f"cannot write the report to {output}: {e.strerror or e}") from None
-
-
 @cli.command()
 @click.argument("run_refs", nargs=-1)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("report/report.html"),
               show_default=True)
 @store_option
 def report(run_refs, output: Path, store_url) -> None:
-    """HTML report of one run, or of several compared (figures also as PNG and SVG beside it)."""
+    """HTML report of one run, or of several compared (figures also as PNG and SVG beside it; a device or
+    pipe such as /dev/stdout gets the page alone, which holds every figure)."""
     from mosbench.report import html
 
     db = open_store(store_url, create=False)
-    _check_writable(output)
-    path = html.write(db, list(run_refs) or ["latest"], output)
-    console.print(f"wrote {path} (figures in {path.parent / (path.stem + '_files')})")
+    # Checked before a figure is drawn; written whole or not at all, with its figures (outfile.py).
+    out = outfile.target(output, "the report")
+    html.write(db, list(run_refs) or ["latest"], out)
+    if out.in_place:
+        err_console.print(f"wrote {output}")  # stdout may be where the page went
+    else:
+        console.print(f"wrote {output} (figures in {output.parent / (output.stem + '_files')})")
 
 
 @cli.command()
@@ -240,12 +237,15 @@ def compare(run_refs, include_interfered, fail_on, as_json, wide, store_url) -> 
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None)
 @store_option
 def export(run_ref, fmt, output, store_url) -> None:
-    """A run's points as CSV or JSON (JSON includes the run, samples and logs)."""
-    text = exporting.export(open_store(store_url, create=False), run_ref, exporting.Format(fmt))
-    if output:
-        output.write_text(text)
-    else:
-        stdout.write(text)
+    """A run's points as CSV or JSON (JSON includes the run, samples and logs): the store's data as it was
+    stored, labels and reasons included (printed to a terminal, their escapes are the terminal's to obey:
+    `mosbench show` prints them escaped)."""
+    if not output:
+        stdout.write(exporting.export(open_store(store_url, create=False), run_ref, exporting.Format(fmt)))
+        return
+    out = outfile.target(output, f"the {fmt.upper()} export")
+    with out.writing():
+        out.write_text(exporting.export(open_store(store_url, create=False), run_ref, exporting.Format(fmt)))
 
 
 @cli.group()
@@ -277,10 +277,12 @@ def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, as_json, wide, store_ur
     the model is drawn from them alone.
     """
     from mosbench.analysis import lockmodel
+    from mosbench.commands.options import figure_target
     from mosbench.report import fits as fits_report
 
     if (s_ns is None) != (c_ns is None):
         raise UserError("give --s and --c together, or neither to fit them to a run")
+    drawn = figure_target(output) if output else None
     if s_ns is not None:
         from mosbench.workloads.scale import PAR_NS
 
@@ -300,9 +302,12 @@ def model_lock(run_ref, up_to, a_ns, s_ns, c_ns, output, as_json, wide, store_ur
             out.print(t, crop=False)
         for line in fits_report.lock_lines(fits):
             terminal.print_indented(out, line)
-    if output:
-        fits_report.draw_lock(fits, up_to, output)
-        (err_console if as_json else console).print(f"wrote {output}")
+    if drawn:
+        with drawn.writing():
+            scratch = drawn.scratch() / output.name
+            fits_report.draw_lock(fits, up_to, scratch)
+            drawn.write_bytes(scratch.read_bytes())
+        (err_console if as_json or drawn.in_place else console).print(f"wrote {output}")
 
 
 @model.command("scaling")
@@ -329,18 +334,23 @@ def model_scaling(run_ref, up_to, output, as_json, wide, store_url) -> None:
     if not groups:
         raise UserError(f"run {r['id']} has no measured points")
     tests = []
-    for name, group in groups.items():
-        fits = models.series_fits(group, r["plan"].get("params", {}).get(group[0].workload, {}))
-        if as_json:
-            tests.append(fits_report.scaling_test_json(name, group, fits, up_to))
-        else:
-            out = terminal.table_console()
-            for t in rows.scaling_tables(group, fits, up_to):
-                out.print(table.render(t, wide), crop=False)
-            for line in fits_report.scaling_lines(group, fits):
-                terminal.print_indented(out, line)
-        if output and (drawn := fits_report.draw_scaling(name, group, fits, up_to, output)):
-            (err_console if as_json else console).print(f"wrote {drawn}.png and .svg", markup=False)
+    # The figures are drawn into a hidden folder in -o and moved in once all are there (outfile.py).
+    with outfile.files_into(output, "the figures") if output else contextlib.nullcontext() as staged:
+        drawn = []
+        for name, group in groups.items():
+            fits = models.series_fits(group, r["plan"].get("params", {}).get(group[0].workload, {}))
+            if as_json:
+                tests.append(fits_report.scaling_test_json(name, group, fits, up_to))
+            else:
+                out = terminal.table_console()
+                for t in rows.scaling_tables(group, fits, up_to):
+                    out.print(table.render(t, wide), crop=False)
+                for line in fits_report.scaling_lines(group, fits):
+                    terminal.print_indented(out, line)
+            if staged and (path := fits_report.draw_scaling(name, group, fits, up_to, staged)):
+                drawn.append(path.name)
+    for name in drawn:
+        (err_console if as_json else console).print(f"wrote {output / name}.png and .svg", markup=False)
     if as_json:
         terminal.echo_json(fits_report.scaling_json(r["id"], up_to, tests))
 
@@ -611,6 +621,10 @@ def history(ctx, selections, hostname, order, tree, fail_on, as_json, then_bisec
         sys.exit(1)
 
 
+cli.add_command(mail_command)
+cli.add_command(serve_command)
+
+
 def main() -> None:
     try:
         _main()
@@ -621,8 +635,10 @@ def main() -> None:
 def _main() -> None:
     try:
         cli.main(standalone_mode=False)
+        stdout.flush()  # what is still buffered, written while a failure (a full disk) can be said
     except UserError as e:
-        err_console.print(f"mosbench: {e}", style="red", markup=False, highlight=False)
+        # Whichever module wrote it, a user's 100 KB name or a label's escapes in it stay one readable line.
+        err_console.print(f"mosbench: {error_line(str(e))}", style="red", markup=False, highlight=False)
         sys.exit(2)
     except (click.exceptions.Abort, KeyboardInterrupt) as e:
         # Click turns Ctrl-C (and SIGTERM or SIGHUP, which a sweep raises as one) into an Abort whose cause
@@ -637,7 +653,8 @@ def _main() -> None:
         sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as e:
         # One line, as for every error a user can cause; `-h` has the usage.
-        err_console.print(f"mosbench: {e.format_message()}", style="red", markup=False, highlight=False)
+        err_console.print(f"mosbench: {error_line(e.format_message())}", style="red", markup=False,
+                          highlight=False)
         sys.exit(e.exit_code)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)

@@ -34,7 +34,6 @@ count: at 2 CPUs, here, that is its test (tests/test_check_manycore.py).
 from __future__ import annotations
 
 import argparse
-import enum
 import importlib.util
 import json
 import math
@@ -49,7 +48,6 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,6 +55,9 @@ if str(ROOT) not in sys.path:
     # A lent machine runs this with its system Python, the checkout uninstalled: the checkout is the package.
     # Its modules are imported where used, after the arguments are checked: a refusal needs no numpy.
     sys.path.insert(0, str(ROOT))
+
+# How a phase went, which the summary reads too: a module of its own, so each imports it and neither the other.
+from scripts.manycore_phases import Failure, Phase, State  # noqa: E402
 
 MICRO_TESTS = ("getppid1", "page_fault1", "mmap1", "open1", "dup1", "context_switch1", "lseek1", "brk1",
                "read1", "write1", "signal1", "sched_yield")
@@ -67,52 +68,6 @@ OVERHEAD_S = 8.0
 FXMARK_LEAST_S = 15.0
 # A failed command's last lines of output kept in the summary: enough for its error and what led to it.
 LAST_LINES = 8
-
-
-class State(enum.Enum):
-    """How a phase ended, from best to worst: a phase ends in the worst thing that happened in it."""
-
-    DONE = "done"
-    SKIPPED = "skipped"  # it would not fit, or had nothing to work on
-    CUT_SHORT = "cut short"  # stopped at its deadline: what it measured is kept
-    FAILED = "failed"  # a command exited non-zero, a tool failed, or the phase raised
-
-    def worse(self, other: State) -> State:
-        order = list(State)
-        return max(self, other, key=order.index)
-
-
-@dataclass
-class Failure:
-    """What failed in a phase (a command by its output's name, or a pair), how, and its last lines."""
-
-    what: str
-    how: str
-    lines: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Phase:
-    name: str
-    started: float = 0.0
-    seconds: float = 0.0
-    state: State = State.DONE
-    notes: list[str] = field(default_factory=list)  # what made the state, or what was left out, in order
-    failures: list[Failure] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)
-
-    def mark(self, state: State, note: str) -> None:
-        """Notes what happened; the phase's state becomes `state` where that is worse."""
-        self.notes.append(note)
-        self.state = self.state.worse(state)
-
-    def failed(self, failure: Failure) -> None:
-        self.failures.append(failure)
-        self.mark(State.FAILED, f"{failure.what} {failure.how}")
-
-    def describe(self) -> str:
-        """"done", "skipped: no --wis given", "failed: run-scale-lock exited 3; …"."""
-        return f"{self.state.value}: {'; '.join(self.notes)}" if self.notes else self.state.value
 
 
 class Check:

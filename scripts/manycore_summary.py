@@ -13,7 +13,7 @@ from mosbench.store.db import Store
 from mosbench.units import si
 
 if TYPE_CHECKING:
-    from scripts.check_manycore import Phase
+    from scripts.manycore_phases import Phase
 
 
 def page(work: Path, phases: list[Phase], cpus: int, elapsed: float, budget: float) -> str:

@@ -1,5 +1,5 @@
-"""The models against a recorded 16-core machine (/work/shared/data/manycore-16; its runs 2 and 3 are
-tests/fixtures/manycore-16-scale.sqlite, made by tests/fixtures/make_manycore16_store.py): what a fit from
+"""The models against a recorded 16-core machine (../shared/data/manycore-16/ beside the repository; its runs 2
+and 3 are tests/fixtures/manycore-16-scale.sqlite, made by tests/fixtures/make_manycore16_store.py): what a fit from
 few cores may claim, and what it predicted for the cores it was not shown.
 
 Run 2 ("lockfit") is scale/lock at 1 and 2 cores, two trials each: what a 2-core machine would have to fit

@@ -71,7 +71,7 @@ def test_a_v1_store_gains_the_load_generator_columns(tmp_path):
     old.engine.dispose()
     db = store.Store(str(path))
     with db.engine.connect() as conn:
-        assert conn.execute(sa.select(store.schema_version.c.version)).scalar() == store.SCHEMA_VERSION == 4
+        assert conn.execute(sa.select(store.schema_version.c.version)).scalar() == store.SCHEMA_VERSION == 5
     (p,) = db.points(1)
     assert p["work"] == 100.0 and p["loadgen_user_s"] is None
     db.add_point(1, **_point(cores=2, loadgen_cpus="1", loadgen_shared=True, loadgen_user_s=0.3,

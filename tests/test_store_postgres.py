@@ -183,3 +183,22 @@ def test_a_server_that_goes_away_stops_the_run_with_one_line(cluster, database, 
     assert "Traceback" not in err
     assert len(db.points(db.list_runs()[0]["id"])) >= 2  # what was committed before stays
     assert not _leftovers("mosbench-run") and not _our_cgroups()
+
+
+def test_a_server_that_stops_answering_mid_command_fails_it_within_bounded_time(cluster, database):
+    """Its network gone (tests/store_netns.py: a namespace's loopback taken down under its connections), a
+    query waiting for its answer and a write both fail within the keepalives' and tcp_user_timeout's bound,
+    in one line each; the points committed before stay, and nothing after."""
+    socket_path = cluster.root / f".s.PGSQL.{cluster.port}"
+    started = time.monotonic()
+    r = subprocess.run(["unshare", "-n", sys.executable, "-m", "tests.store_netns", str(socket_path),
+                        database.rsplit("/", 1)[1]], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    said = json.loads(r.stdout)
+    for what in ("query", "write"):
+        line, seconds = said[what]
+        assert line.startswith("the results store postgresql+psycopg://postgres@127.0.0.1:") and " failed: " in line
+        assert "\n" not in line and seconds < 10, (what, line, seconds)
+    assert "timed out" in said["query"][0]
+    assert time.monotonic() - started < 30
+    assert sorted(p["trial"] for p in store.Store(database).points(said["run"])) == [1, 2]

@@ -1,14 +1,16 @@
-"""What the commands share: the store and width options, a finite float, the store opened, and the
-parsers of comma lists and commit ids."""
+"""What the commands share: the store and width options, a finite float, the store opened, the parsers of
+comma lists and commit ids, and a figure's -o checked."""
 
 from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
+from mosbench import outfile
 from mosbench.errors import UserError
 from mosbench.store.location import DEFAULT_PATH as DEFAULT_STORE
 
@@ -64,3 +66,13 @@ def commit_id(_ctx, _param, value: str | None) -> str | None:
         raise UserError(f"--commit {value!r} is not a commit id: give its 7 to 40 hex digits "
                         "(`git -C TREE rev-parse REV` prints them)")
     return value.lower() if value else None
+
+
+def figure_target(output: Path) -> outfile.Output:
+    """-o FIGURE checked before anything is fitted: a format matplotlib draws, a place it can be written."""
+    from matplotlib.figure import Figure  # here: the commands that draw nothing start without it
+
+    kinds = Figure().canvas.get_supported_filetypes()
+    if output.suffix.lstrip(".").lower() not in kinds:
+        raise UserError(f"-o {output}: name a figure by what it is drawn as ({', '.join(f'.{k}' for k in kinds)})")
+    return outfile.target(output, "the figure")

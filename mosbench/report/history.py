@@ -1,8 +1,9 @@
 """A machine's history as tables (terminal and HTML), figures and JSON (analysis/history.py finds it).
 
 The terminal shows each series at one core and at the most cores as a line of blocks over the runs,
-newest last, a bar where a change begins, with its first and newest level; then every change: between
-which runs, its size with interval and p, of what kind, what moved with it and what differed.
+newest last, a bar where a change begins, with its first and newest level, and under it each change that
+series took, a line each; then every change: between which runs, its size with interval and p, of what
+kind, what moved with it and what differed.
 """
 
 from __future__ import annotations
@@ -78,11 +79,13 @@ def _shown_series(h: History) -> list[tuple[SeriesKey, list[PointSeries]]]:
 
 
 def series_table(h: History) -> TableModel:
+    """A row per series (one core, the most cores), each change it took a row of its own under it."""
     t = TableModel(
         f"{_machine_title(h)}\n{len(h.runs)} runs in {h.order.value} order, per-core throughput",
         [Column("test", left=True), Column("cores"), Column("runs, newest last", left=True), Column("first"),
-         Column("newest"), Column("changes", left=True)],
-        note=f"{MARK} marks where a change begins; each block is the median of its runs, lowest to highest.")
+         Column("newest")],
+        note=f"{MARK} marks where a change begins, the line under the series what it was at those cores; each "
+             "block is the median of its runs, lowest to highest.")
     shifts: dict[SeriesKey, list[Shift]] = {}
     for shift in h.shifts:
         shifts.setdefault(shift.key, []).append(shift)
@@ -92,10 +95,12 @@ def series_table(h: History) -> TableModel:
             lo, hi = _levels(s)
             moved = [(shift, d) for shift in shifts.get(key, [])
                      if (d := shift.by_cores.get(s.cores)) is not None and d.significant]
-            # One change a line: the cell stays narrow however many there are.
-            t.add([key.name if i == 0 else "", str(s.cores), sparkline(s.means(), marks), si(lo), si(hi),
-                   "\n".join(f"{_percent(d.ratio)} {_runs(h, shift)}" for shift, d in moved) or "–"],
-                  cell_styles={5: "poor" if any(d.ratio < 1 for _, d in moved) else "good"} if moved else {})
+            t.add([key.name if i == 0 else "", str(s.cores), sparkline(s.means(), marks), si(lo), si(hi)])
+            # A change a row, under the blocks it marks: a column of changes beside them took 80 columns' last
+            # few and folded each change over five lines, the test's name over two.
+            for shift, d in moved:
+                t.add(["", "", f"{_percent(d.ratio)} {_runs(h, shift)}", "", ""],
+                      cell_styles={2: "poor" if d.ratio < 1 else "good"})
         t.breaks.add(len(t.rows) - 1)
     return t
 

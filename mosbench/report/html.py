@@ -17,9 +17,12 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
+from mosbench import outfile
 from mosbench.analysis import cells as analysis
 from mosbench.analysis import commute, compare, explain, models, profiles, verdict
 from mosbench.filenames import file_stem
+from mosbench.outfile import Output
+from mosbench.printable import printable
 from mosbench.report import commute as commute_report
 from mosbench.report import filesystems, flamegraph, plots, rows, sections, webmethod, whatchanged
 from mosbench.report import history as history_report
@@ -156,10 +159,37 @@ def _anchors(explained: tuple[explain.Explained, ...]) -> dict[str, dict[analysi
     return out
 
 
-def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
+def write(db: store.Store, run_refs: list[str], output: Path | Output, parallel: bool = True) -> Path:
+    """The report of the runs at `output` (a path, or outfile.target's checked one), its figures' PNG and SVG
+    in `<stem>_files/` beside it, the page and its figures written whole or not at all (outfile.py); a device
+    or pipe (/dev/stdout) has the page alone, which holds every figure. parallel=False draws them in this
+    process (a server's threads must not fork)."""
+    out = output if isinstance(output, Output) else outfile.target(output, "the report")
+    files_name = f"{out.path.stem}_files"
+    with out.writing():
+        files = out.folder(files_name) or out.scratch()
+        out.write_text(_page(db, run_refs, files, None if out.in_place else files_name, parallel))
+    return out.path
+
+
+# What a page and an SVG mean as they are: their lines and a log's tabs. Every other control character (the
+# ESC of a label's escapes, a CR) is written as its escape: the page shows what was stored, never raw.
+_PAGE_KEEPS = "\n\t"
+
+
+def _escape_svgs(files: Path) -> None:
+    """The SVG copies beside the page as free of raw control characters as the page (a flame graph's
+    function names come from stored profiles)."""
+    for svg in files.rglob("*.svg"):
+        text = svg.read_text()
+        if (safe := printable(text, keep=_PAGE_KEEPS)) != text:
+            svg.write_text(safe)
+
+
+def _page(db: store.Store, run_refs: list[str], files: Path, files_name: str | None, parallel: bool) -> str:
+    """The page, its figures drawn into `files` (which it names `files_name`; None: none are kept)."""
     runs = [db.run(ref) for ref in run_refs]
     several = len(runs) > 1
-    files = output.parent / f"{output.stem}_files"
     series: list[analysis.Series] = []
     per_run: list[list[analysis.Series]] = []
     per_run_profiles: list[profiles.BySeries] = []
@@ -196,8 +226,8 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
         history_explained)
     built = sections.build(view)
     tests = [s for s in built if isinstance(s, sections.Test)]
-    drawn = _in_parallel(_SectionJob({t.name: t.group for t in tests}, found_profiles, files, params, up_to,
-                                     no_profile))
+    job = _SectionJob({t.name: t.group for t in tests}, found_profiles, files, params, up_to, no_profile)
+    drawn = _in_parallel(job) if parallel else [job.section(t.name) for t in tests]
     figures = dict(zip((t.anchor for t in tests), drawn, strict=True))
     figures.update(_figures(view, built, files))
 
@@ -218,7 +248,7 @@ def write(db: store.Store, run_refs: list[str], output: Path) -> Path:
         sections=[(s, figures.get(s.anchor, {})) for s in built], scales_at=commute.SCALES_AT,
         failures=failures,
         comparison=rows.comparison_tables(compared, _anchors(explained)) if compared else None,
-        files=files.name,
+        files=files_name,
     )
-    output.write_text(html)
-    return output
+    _escape_svgs(files)
+    return printable(html, keep=_PAGE_KEEPS)

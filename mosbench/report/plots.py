@@ -24,6 +24,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import EngFormatter, MaxNLocator
 
 from mosbench.analysis.cells import Series, rate_scale, variant_rank
+from mosbench.printable import printable
 from mosbench.report.rows import cpu_unit
 from mosbench.workloads.base import MetricFigure
 
@@ -327,6 +328,11 @@ def metric_figure(series: list[Series], figure: MetricFigure) -> Figure | None:
 
 def save(fig: Figure, directory: Path, stem: str) -> str:
     """Writes stem.png and stem.svg; returns the SVG text for embedding in the HTML report."""
+    # Labels come from the store (a run's label, a test's name): a control character in one is drawn as its
+    # escape (\x1b), never carried raw into the SVG, which XML forbids, and which a terminal showing it obeys.
+    for text in fig.findobj(matplotlib.text.Text):
+        if (safe := printable(label := text.get_text(), keep="\n")) != label:
+            text.set_text(safe)
     directory.mkdir(parents=True, exist_ok=True)
     fig.savefig(directory / f"{stem}.png", dpi=130)
     fig.set_layout_engine("none")  # laid out once for the PNG; the SVG keeps that layout (16% of a figure's time)

@@ -8,11 +8,15 @@ other text columns) wrap at their spaces. A number column is never narrower than
 number is cut, folded or ended with "…": a table that still does not fit is drawn wider than the console
 (a terminal wraps its lines; nothing is cropped) rather than lose a digit. With wide=True (--wide) every
 column is shown at the width it needs, long text folding at WIDE_TEXT characters.
+
+Every cell, title and note is printable() before it is measured: a label, a test's name or a failure's
+reason from the store is shown with its escapes written out, and laid out at the width it then has.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 from rich import box
 from rich.cells import cell_len
@@ -22,6 +26,7 @@ from rich.table import Table
 from rich.text import Text
 
 from mosbench.analysis.cells import Series
+from mosbench.printable import printable
 from mosbench.report import network, rows
 from mosbench.report.rows import Column, TableModel
 
@@ -98,6 +103,7 @@ class FittedTable(Table):
     wrap at that width."""
 
     def __init__(self, model: TableModel, shown: list[int], wide: bool):
+        model = _escaped(model)
         super().__init__(title=model.title, caption=model.note, box=box.SIMPLE_HEAD, show_edge=False,
                          pad_edge=False, padding=(0, 1, 0, 0))
         self.fits = [_Fit(model.columns[i], [r.cells[i] for r in model.rows], wide) for i in shown]
@@ -125,6 +131,18 @@ class FittedTable(Table):
         if self.caption:
             yield from console.render(Text(str(self.caption), style="table.caption"), prose)
         yield Segment.line()
+
+
+def _escaped(model: TableModel) -> TableModel:
+    """The table with its text as printable() writes it (its line breaks kept: a cell may hold two lines)."""
+    def safe(text: str | None) -> str | None:
+        return None if text is None else printable(text, keep="\n")
+
+    out = copy.copy(model)
+    out.title, out.note = safe(model.title) or "", safe(model.note)
+    out.columns = [dataclasses.replace(c, title=printable(c.title, keep="\n")) for c in model.columns]
+    out.rows = [dataclasses.replace(r, cells=[printable(c, keep="\n") for c in r.cells]) for r in model.rows]
+    return out
 
 
 def render(model: TableModel, wide: bool = False) -> Table:

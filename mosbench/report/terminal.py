@@ -1,7 +1,10 @@
 """The terminal: the command line's two outputs and the blocks more than one command prints.
 
 Output goes through `stdout` and `stderr`, which survive a reader that leaves; tables through
-`table_console()`, which lays them out in the terminal's width (80 columns in a pipe)."""
+`table_console()`, which lays them out in the terminal's width (80 columns in a pipe). Every string these
+consoles print goes through printable() first, whether the output is a terminal, a file or a pipe: a run's
+label, hostname or command, a test's name or a failure's reason come from the store, which any machine of a
+lab may write, and their escapes are shown, never obeyed."""
 
 from __future__ import annotations
 
@@ -15,16 +18,30 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
+from mosbench.errors import UserError
+from mosbench.printable import printable
 from mosbench.report import table
+
+
+class OutputFailed(UserError):
+    """Standard output could not be written (`mosbench export 1 > /dev/full`): said in one line on stderr."""
 
 
 class PipeSafe(io.TextIOBase):
     """An output whose reader may leave (`mosbench run … | head`): later writes are dropped, so a closed
-    pipe never ends a run or loses a point."""
+    pipe never ends a run or loses a point. Any other failure (a full disk behind `> file`) drops later
+    writes too and, on standard output (`says`), is an OutputFailed: the command says so and exits 2
+    rather than end with a traceback or seem to have written what it did not."""
 
-    def __init__(self, stream):
+    def __init__(self, stream, says: str | None = None):
         self.stream = stream
         self.broken = False
+        self.says = says  # what it is, in the line that says it failed; None: it fails quietly (stderr)
+
+    def _failed(self, e: OSError) -> None:
+        self.broken = True
+        if self.says is not None:
+            raise OutputFailed(f"cannot write to {self.says}: {e.strerror or e}") from None
 
     def write(self, text: str) -> int:
         if not self.broken:
@@ -32,6 +49,8 @@ class PipeSafe(io.TextIOBase):
                 self.stream.write(text)
             except BrokenPipeError:
                 self.broken = True
+            except OSError as e:
+                self._failed(e)
         return len(text)
 
     def flush(self) -> None:
@@ -40,6 +59,8 @@ class PipeSafe(io.TextIOBase):
                 self.stream.flush()
             except BrokenPipeError:
                 self.broken = True
+            except OSError as e:
+                self._failed(e)
 
     def isatty(self) -> bool:
         return self.stream.isatty()
@@ -48,12 +69,23 @@ class PipeSafe(io.TextIOBase):
         return self.stream.fileno()
 
 
-stdout = PipeSafe(sys.stdout)
+stdout = PipeSafe(sys.stdout, "standard output")
 stderr = PipeSafe(sys.stderr)
+
+
+class EscapingConsole(Console):
+    """A console that prints every string as printable() writes it, its line breaks kept: text from the
+    store reaches the reader escaped whoever formatted it into a line. Tables escape their cells themselves
+    (report/table.py), before they are measured."""
+
+    def render_str(self, text: str, **kwargs):
+        return super().render_str(printable(text, keep="\n"), **kwargs)
+
+
 # soft_wrap: a line in a log or a pipe is one line, however long, never folded at 80 columns. No markup and no
 # emoji codes: what a user typed (a label, a path, ":abc:") is printed as typed.
-console = Console(file=stdout, soft_wrap=True, emoji=False, markup=False)
-err_console = Console(file=stderr, soft_wrap=True, emoji=False, markup=False)
+console = EscapingConsole(file=stdout, soft_wrap=True, emoji=False, markup=False)
+err_console = EscapingConsole(file=stderr, soft_wrap=True, emoji=False, markup=False)
 
 
 def table_console() -> Console:
@@ -63,7 +95,7 @@ def table_console() -> Console:
         return console
     columns = os.environ.get("COLUMNS", "")
     width = int(columns) if columns.isdigit() and int(columns) > 0 else 80
-    return Console(file=stdout, width=width, emoji=False, markup=False)
+    return EscapingConsole(file=stdout, width=width, emoji=False, markup=False)
 
 
 def print_indented(out: Console, line: str) -> None:
@@ -180,7 +212,7 @@ def print_run(out: Console, r: dict, pts: list[dict], history, resume: str, wide
                          history_explained=history_explained)
     for section in sections.for_terminal(sections.build(view)):
         if section.headed:
-            out.print(Text(section.title, style="bold"), soft_wrap=False)
+            out.print(Text(printable(section.title), style="bold"), soft_wrap=False)
         for item in section.items():
             if isinstance(item, sections.Line):
                 out.print(item.text, style=None if item.holds else "red", markup=False, highlight=False,
@@ -192,11 +224,12 @@ def print_run(out: Console, r: dict, pts: list[dict], history, resume: str, wide
 def print_runs(runs: list[dict]) -> None:
     """`mosbench runs`: a line a run, in aligned columns with the command last and whole (`| less -S` or
     `| grep` reads it, and it can be run again); a terminal cuts it at its width rather than folding one
-    run over many lines."""
+    run over many lines. Every cell is printable(): a label's escapes (or line breaks) are shown, not obeyed."""
     header = ("id", "label", "status", "started", "host", "kernel", "points", "failed", "command")
-    rows = [(str(r["id"]), r["label"] or "", r["status"], r["started_at"].strftime("%Y-%m-%d %H:%M"),
-             r["environment"].get("hostname", ""), r["environment"].get("kernel", ""), str(r["points"]),
-             str(r["failed"]), r["command"]) for r in runs]
+    rows = [tuple(printable(str(cell)) for cell in (
+        r["id"], r["label"] or "", r["status"], r["started_at"].strftime("%Y-%m-%d %H:%M"),
+        r["environment"].get("hostname", ""), r["environment"].get("kernel", ""), r["points"], r["failed"],
+        r["command"] or "")) for r in runs]
     widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header) - 1)]
     for row in (header, *rows):
         line = "  ".join([*(cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=True)), row[-1]])
@@ -234,7 +267,8 @@ def print_checks(rows: list[tuple[str, str, bool]]) -> None:
     t = Table(show_header=False)
     for what, finding, ok in rows:
         # What the machine says is text, not markup: sysfs writes "[madvise]" for the chosen THP mode.
-        t.add_row(Text("✓ " if ok else "! ", style="green" if ok else "yellow") + Text(what), Text(finding))
+        t.add_row(Text("✓ " if ok else "! ", style="green" if ok else "yellow") + Text(printable(what)),
+                  Text(printable(finding)))
     console.print(t)
 
 
@@ -276,7 +310,8 @@ def say_waiting(holder) -> None:
 
 
 def drop_if_reader_left() -> None:
-    """Where the reader left, the interpreter's last flush goes nowhere rather than print an error."""
+    """Where the reader left (or standard output failed, already said), the interpreter's last flush goes
+    nowhere rather than print an error."""
     if stdout.broken or stderr.broken:
         devnull = os.open(os.devnull, os.O_WRONLY)
         for s in (sys.stdout, sys.stderr):

@@ -11,6 +11,7 @@ from mosbench.analysis.cells import PointKey, counted_by_point
 from mosbench.analysis.precision import DEFAULT_PRECISION
 from mosbench.errors import UserError
 from mosbench.machine import interference
+from mosbench.printable import one_line, quoted
 from mosbench.workloads import registry
 from mosbench.workloads.base import test_name
 
@@ -145,14 +146,14 @@ def parse_trials(spec: str) -> tuple[int, int]:
     if text.isdigit():
         n = int(text)
         if not 1 <= n <= 100:
-            raise UserError(f"--trials {spec}: give 1 to 100 trials, or auto[:MAX]")
+            raise UserError(f"--trials {one_line(spec, 100)}: give 1 to 100 trials, or auto[:MAX]")
         return n, 0
     name, _, most = text.partition(":")
     if name != "auto" or (most and not most.isdigit()):
-        raise UserError(f"--trials {spec}: expected a number of trials or auto[:MAX] (e.g. auto:20)")
+        raise UserError(f"--trials {one_line(spec, 100)}: expected a number of trials or auto[:MAX] (e.g. auto:20)")
     top = int(most) if most else AUTO_MAX_TRIALS
     if not AUTO_MIN_TRIALS <= top <= 100:
-        raise UserError(f"--trials {spec}: MAX must be {AUTO_MIN_TRIALS} to 100")
+        raise UserError(f"--trials {one_line(spec, 100)}: MAX must be {AUTO_MIN_TRIALS} to 100")
     return AUTO_MIN_TRIALS, top
 
 
@@ -165,7 +166,7 @@ def _tests_named(name: str, known: list[str]) -> list[str]:
     # A test's name may have parts (commute/open-open/diffname-samedir): a leading part selects them all.
     chosen = [test] if test in known else [t for t in known if t.startswith(test + "/")]
     if not chosen:
-        raise UserError(f"unknown test {name!r} (see `mosbench list {wname}`)")
+        raise UserError(f"unknown test {quoted(name)} (see `mosbench list {one_line(wname, 100)}`)")
     return chosen
 
 
@@ -208,7 +209,8 @@ def resolve_variants(selections: list[tuple[str, str]], wanted: list[str] | None
         if "." in v:
             wname, name = v.split(".", 1)
             if wname not in selected:
-                raise UserError(f"--variant {v}: workload {wname} is not among this run's selections")
+                raise UserError(f"--variant {one_line(v, 100)}: workload {one_line(wname, 100)} is not among this "
+                                "run's selections")
             qualified.setdefault(wname, []).append(name)
     result: dict[str, list[str]] = {}
     for wname in selected:
@@ -220,7 +222,7 @@ def resolve_variants(selections: list[tuple[str, str]], wanted: list[str] | None
             continue
         unknown = [v for v in mine if v not in known]
         if unknown:
-            raise UserError(f"workload {wname} has no variant {unknown[0]!r} (it has {', '.join(known)})")
+            raise UserError(f"workload {wname} has no variant {quoted(unknown[0])} (it has {', '.join(known)})")
         result[wname] = list(mine)
         for w_name, test in selections:
             if w_name == wname and not set(mine) & set(w.variants_for(test)):
@@ -239,7 +241,8 @@ def resolve_profile(selections: list[tuple[str, str]], spec: str | None) -> list
     chosen = {w for w, _ in selections} | {test_name(w, t) for w, t in selections}
     for s in wanted:
         if s not in chosen:
-            raise UserError(f"--profile {s}: not among this run's selections ({', '.join(sorted(chosen))})")
+            raise UserError(f"--profile {one_line(s, 100)}: not among this run's selections "
+                            f"({', '.join(sorted(chosen))})")
     return wanted
 
 
@@ -252,20 +255,20 @@ def resolve_params(selections: list[tuple[str, str]], settings: list[str]) -> di
     for s in settings:
         key, eq, value = s.partition("=")
         if not eq:
-            raise UserError(f"bad parameter {s!r}: expected name=value")
+            raise UserError(f"bad parameter {quoted(s)}: expected name=value")
         scope, _, pname = key.rpartition(".")
         targets = [scope] if scope else wnames
         matched = False
         for wname in targets:
             if wname not in result:
-                raise UserError(f"parameter {s!r} names workload {wname!r}, which is not in this run")
+                raise UserError(f"parameter {quoted(s)} names workload {quoted(wname)}, which is not in this run")
             for p in registry.get(wname).params:
                 if p.name == pname:
                     try:
                         result[wname][pname] = p.parse(value)
                     except ValueError:
-                        raise UserError(f"bad value for {key}: {value!r}") from None
+                        raise UserError(f"bad value for {one_line(key, 100)}: {quoted(value)}") from None
                     matched = True
         if not matched:
-            raise UserError(f"no selected workload has a parameter {pname!r} (see `mosbench list`)")
+            raise UserError(f"no selected workload has a parameter {quoted(pname)} (see `mosbench list`)")
     return result

@@ -23,6 +23,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
 from mosbench.errors import UserError
+from mosbench.printable import quoted
 from mosbench.store.location import DEFAULT_PATH
 
 
@@ -145,7 +146,30 @@ def _v4(conn: Connection) -> None:
             conn.execute(sa.text(f"ALTER TABLE points ADD COLUMN {name} {kind}"))
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3, _v4]
+def _v5(conn: Connection) -> None:
+    """Triage of the lab's alert summaries, as v5 made its tables (store/triage.py defines them on `metadata`
+    and reads them; it imports this module, so this step states them itself, as an Alembic step would)."""
+    v5 = sa.MetaData()
+    sa.Table("triage_summaries", v5,
+             sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+             sa.Column("sides", sa.String(400), nullable=False, unique=True),
+             sa.Column("alerts", sa.JSON, nullable=False),
+             sa.Column("state", sa.String(20), nullable=False), sa.Column("note", sa.Text, nullable=False),
+             sa.Column("link", sa.Text, nullable=False), sa.Column("set_by", sa.String(200)),
+             sa.Column("set_at", sa.DateTime(timezone=True)),
+             sa.Column("seen_at", sa.DateTime(timezone=True), nullable=False))
+    sa.Table("triage_alerts", v5,
+             sa.Column("summary_id", sa.Integer, sa.ForeignKey("triage_summaries.id", ondelete="CASCADE"),
+                       nullable=False),
+             *(sa.Column(name, sa.String(width), nullable=False) for name, width in
+               (("hostname", 200), ("workload", 100), ("test", 100), ("variant", 100), ("state", 20))),
+             sa.Column("note", sa.Text, nullable=False), sa.Column("set_by", sa.String(200)),
+             sa.Column("set_at", sa.DateTime(timezone=True)),
+             sa.PrimaryKeyConstraint("summary_id", "hostname", "workload", "test", "variant", name="one_alert_triage"))
+    v5.create_all(conn)
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1, _v2, _v3, _v4, _v5]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -158,6 +182,28 @@ def url_from(store: str | None, create: bool = True) -> str:
     if create:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{path}"
+
+
+# libpq's settings for a PostgreSQL store's connections, each where the URL leaves it out (a URL sets its own as
+# libpq reads them: ?connect_timeout=3). A server that does not answer a new connection within connect_timeout
+# seconds is refused, and said to be. One that stops answering once connected (its machine gone, the network
+# cut) is found by TCP itself: keepalive probes after keepalives_idle seconds of silence,
+# and tcp_user_timeout ends the connection once what was sent or probed has gone unacknowledged 30 s, so a
+# command waiting on it fails within about that, its committed points kept. Not statement_timeout: the server
+# enforces it, so it cannot end a wait on a server that is gone, and it would cut a long legitimate query (the
+# history of every night of a large lab, a big run imported), which the server's kernel keeps acknowledging.
+LIBPQ_DEFAULTS = {"connect_timeout": "10", "keepalives": "1", "keepalives_idle": "10", "keepalives_interval": "5",
+                  "keepalives_count": "4", "tcp_user_timeout": "30000"}
+_LIBPQ_DRIVERS = ("psycopg", "psycopg2")  # the drivers over libpq, which read these settings
+
+
+def libpq_settings(url: str) -> dict[str, str]:
+    """What LIBPQ_DEFAULTS adds to the connections of the store at `url`: the settings its URL leaves out;
+    none for SQLite or a driver other than libpq's."""
+    u = sa.engine.make_url(url)
+    if u.get_backend_name() != "postgresql" or u.get_driver_name() not in _LIBPQ_DRIVERS:
+        return {}
+    return {k: v for k, v in LIBPQ_DEFAULTS.items() if k not in u.query}
 
 
 def _sqlite_path(url: str) -> Path | None:
@@ -253,20 +299,31 @@ class Store:
         if file is not None:
             _check_sqlite_store(file)
         try:
-            self.engine: Engine = sa.create_engine(self.url, future=True)
+            self.engine: Engine = sa.create_engine(self.url, future=True, connect_args=libpq_settings(self.url))
             if self.engine.dialect.name == "sqlite":
                 event.listen(self.engine, "connect", _sqlite_pragmas)
             if not create and file is None:
                 self._check_store()
             self._migrate()
         except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError) as e:
-            raise UserError(f"bad store URL {self.url!r}: {e}") from None
+            raise UserError(f"bad store URL {quoted(self.url)}: {e}") from None
         except sa.exc.OperationalError as e:
-            raise UserError(f"cannot open store {self.url!r}: {e.orig}") from None
+            raise UserError(f"cannot open store {self.shown_url}: {self._refusal(e.orig)}") from None
         except sa.exc.DatabaseError as e:
-            raise UserError(f"store {self.url!r} is not a mosbench results store: {e.orig}") from None
+            raise UserError(f"store {self.shown_url} is not a mosbench results store: {e.orig}") from None
         except ModuleNotFoundError as e:
-            raise UserError(f"store {self.url!r} needs the Python module {e.name!r}") from None
+            raise UserError(f"store {self.shown_url} needs the Python module {e.name!r}") from None
+
+    def _refusal(self, said: BaseException | None) -> str:
+        """Why a connection was refused, its first line; a timeout as the setting that gave up waiting."""
+        lines = str(said).strip().splitlines()
+        first = lines[0] if lines else type(said).__name__
+        if "timeout" not in first.lower():
+            return first
+        u = sa.engine.make_url(self.url)
+        wait = u.query.get("connect_timeout", LIBPQ_DEFAULTS["connect_timeout"])
+        return (f"timed out: no answer within {wait} s (connect_timeout; the URL sets another as "
+                "?connect_timeout=N)")
 
     @property
     def shown_url(self) -> str:
@@ -281,6 +338,34 @@ class Store:
             said = str(e.orig).strip().splitlines()
             reason = said[0] if said else type(e.orig).__name__
             raise StoreError(f"the results store {self.shown_url} failed: {reason}") from None
+        except ValueError:
+            # A row this mosbench cannot read back, which another program (or a bad restore) wrote: a date
+            # of 2026-11-31 stored as text in SQLite.
+            if (said := self._unreadable()) is None:
+                raise
+            raise UserError(said) from None
+
+    def _unreadable(self) -> str | None:
+        """The first stored value that cannot be read back as its column's type, said as one line naming its
+        run (and point) and column; None where every value reads. Looked for only once a read has failed."""
+        with self.engine.connect() as conn:
+            dialect = conn.dialect
+            for table, column in _DECODED:
+                decode = column.type.dialect_impl(dialect).result_processor(dialect, None)
+                if decode is None:  # the driver hands back the type itself (PostgreSQL's dates, JSON)
+                    continue
+                keys = [table.c.id] if table is runs else [table.c[k] for k in ("run_id", *PointRow._fields,
+                                                                                  "trial")]
+                found = conn.execute(sa.select(*keys, sa.cast(column, sa.Text)).where(column.is_not(None)))
+                for *key, text in found:
+                    try:
+                        decode(text)
+                    except ValueError as e:
+                        where = (f"run #{key[0]}" if table is runs else
+                                 f"run #{key[0]}'s point {key[1]}/{key[2]} {key[3]} at {key[4]} cores, trial {key[5]}")
+                        return (f"the results store {self.shown_url} holds {where} with a {column.name} that "
+                                f"cannot be read: {quoted(text, 60)} ({e}); mend or remove that row")
+        return None
 
     def _check_store(self) -> None:
         """A database server's store, for a reading command: it holds mosbench's tables."""
@@ -346,10 +431,10 @@ class Store:
                 try:
                     run_id = int(ref)
                 except ValueError:
-                    raise UserError(f"bad run reference {ref!r}: give a run id or 'latest'") from None
+                    raise UserError(f"bad run reference {quoted(ref)}: give a run id or 'latest'") from None
                 row = conn.execute(sa.select(runs).where(runs.c.id == run_id)).mappings().first()
         if row is None:
-            raise UserError(f"no run {ref} in {self.url}")
+            raise UserError(f"no run {ref} in {self.shown_url}")
         return _row(row)
 
     def list_runs(self) -> list[dict[str, Any]]:
@@ -444,6 +529,11 @@ class Store:
             rows = conn.execute(sa.select(points.c.workload, points.c.test, points.c.variant,
                                           points.c.cores, points.c.trial).where(points.c.run_id == run_id))
             return set(map(TrialRow._make, rows))
+
+
+# What _unreadable looks through, the small columns first: every column that is decoded as it is read.
+_DECODED = tuple((c.table, c) for c in (runs.c.started_at, runs.c.finished_at, runs.c.plan, runs.c.environment,
+                                        points.c.started_at, points.c.metrics, points.c.samples, points.c.profile))
 
 
 def to_jsonable(value: Any) -> Any:

@@ -186,7 +186,11 @@ class Micro(Workload):
 
     def check_params(self, params: dict[str, Any]) -> None:
         fsdir = Path(params["fsdir"])
-        if not fsdir.is_dir():
+        try:
+            found = fsdir.is_dir()
+        except OSError as e:  # a name longer than the file system takes
+            raise UserError(f"micro fsdir {fsdir}: {e.strerror}") from None
+        if not found:
             raise UserError(f"micro fsdir {fsdir} is not a directory")
         try:  # the only sure test of "can the tests make their files there" (root passes access())
             os.rmdir(tempfile.mkdtemp(prefix="mosbench-check-", dir=fsdir))
