@@ -6,6 +6,7 @@ import email
 import email.policy
 import mailbox
 import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -355,7 +356,128 @@ def test_no_significant_change_is_still_a_mail(tmp_path):
     assert text.startswith("Subject: #2: no significant change in 1 point\n")
     assert "mosbench noticed no significant change in the 1 point compared on:" in text
     assert "runs #1 (\"r0\") → #2 (\"r1\")" in text and "Reported-by" not in text
+    # One kernel, one environment: the same `mosbench run` for each side, and no differences to point at.
+    assert "environment (base → new):" not in text and "differences below" not in text
+    assert "this `mosbench run` once for each side on this machine:" in " ".join(text.split())
     assert {r["metric"] for r in table_rows(text)} == {f"micro.getppid1.procs.2.{m}" for m in (
         "per_core_ops", "throughput", "user_us_per_op", "system_us_per_op", "idle_us_per_op")}
     assert "Not compared: micro.getppid1.procs.4 (no trial that counts: failed or interfered in the new side)." \
         in " ".join(text.split())
+
+
+def _reproduced(text: str) -> list[list[str]]:
+    """The commands under "To reproduce:", each unfolded and split as a shell would."""
+    section = text.split("\nTo reproduce:\n", 1)[1].split("\n" + "=" * WIDTH, 1)[0]
+    joined = section.replace(" \\\n", " ")
+    return [shlex.split(line) for line in joined.splitlines() if line.startswith(" " * 8)]
+
+
+def _parsed(argv: list[str]) -> tuple[dict, dict]:
+    """A pasted command read by mosbench's own parsers, measuring nothing: its options and the run's."""
+    from mosbench import cli
+
+    assert argv[0] == "mosbench"
+    with cli.cli.commands[argv[1]].make_context(argv[1], argv[2:]) as ctx:
+        options = dict(ctx.params)
+    run_args = list(options.get("run_args", argv[2:]))
+    with cli.run.make_context("run", run_args) as ctx:
+        return options, dict(ctx.params)
+
+
+def test_a_pasted_reproduction_measures_as_the_sides_did(tmp_path):
+    """--trials auto's --precision is the run's; given after the selections, `ab` would take it for its own."""
+    path = tmp_path / "auto.sqlite"
+    db = store.Store(str(path))
+    plan = Plan([("micro", "getppid1")], {"micro": ["procs"]}, [2], trials=3, duration=3.0, trials_max=12,
+                precision=0.03, placement="spread", params={"micro": {"fsdir": "/tmp/a dir"}}).to_json()
+    for kernel, lock in (("6.8.0", False), ("6.9.0", True), ("6.9.0", False)):
+        run_id = db.create_run(plan, {"hostname": "h", "topology_summary": "2 CPUs", "kernel": kernel}, "x")
+        for r in _rows(lock):
+            db.add_point(run_id, **r)
+        db.finish_run(run_id, "complete")
+    [ab] = _reproduced(mail("1", "2", "--store", str(path)))
+    options, run = _parsed(ab)
+    assert options["kernel_specs"] == ("6.8.0", "6.9.0") and options["precision"] == 2.0  # ab's own default
+    assert run["precision"] == 3.0 and run["trials_spec"] == "auto:12" and run["placement"] == "spread"
+    assert run["params"] == ("micro.fsdir=/tmp/a dir",) and run["selections"] == ("micro/getppid1",)
+    [again] = _reproduced(mail("2", "3", "--store", str(path)))  # one kernel: `mosbench run`, as stored
+    _, run = _parsed(again)
+    assert run["precision"] == 3.0 and run["duration"] == 3.0 and run["cores"] == "2"
+
+
+def test_ab_shares_with_run_only_the_options_the_mail_puts_after_a_double_dash():
+    from mosbench import cli
+    from mosbench.guest.host import GUEST_OWNS
+
+    def names(command) -> set[str]:
+        return {o for p in command.params for o in p.opts if o.startswith("--")}
+
+    assert set(mailrows.AB_SHARED_OPTIONS) == names(cli.ab) & names(cli.run) - set(GUEST_OWNS)
+    stored = ["mosbench", "ab", "--kernel", "A", "--kernel", "B", "micro", "--trials", "auto", "--precision", "5"]
+    assert mailrows._stored_ab(stored) == ("mosbench", "ab", "--kernel", "A", "--kernel", "B", "--", *stored[6:])
+
+
+def _cpu_point(cores: int, trial: int, system_s: float, idle_s: float) -> dict:
+    return {"workload": "micro", "test": "getppid1", "variant": "procs", "cores": cores, "trial": trial,
+            "status": "ok", "cpus": "0,1", "unit": "op", "window_s": 1.0, "work": 2e6 * (1 + trial / 1e3),
+            "throughput": 2e6 * (1 + trial / 1e3), "interfered": False, "user_s": 1.0, "system_s": system_s,
+            "idle_s": idle_s, "steal_s": 0.0}
+
+
+def test_the_row_the_subject_names_heads_the_table():
+    """Throughput the same, system time up 50% and idle time (no better way) up tenfold: the subject names
+    the system time, so it leads the table, before the idle time that moved more."""
+    a = [_cpu_point(2, t, 0.2 + t / 1e3, 0.1 + t / 1e3) for t in (1, 2, 3)]
+    b = [_cpu_point(2, t, 0.3 + t / 1e3, 1.0 + t / 1e3) for t in (1, 2, 3)]
+    found = mailrows.table(a, b)
+    assert [r.measure for r in found.significant] == ["system_us_per_op", "idle_us_per_op"]
+    assert found.head is found.significant[0]
+
+
+def test_where_the_mail_goes_is_checked_before_it_is_composed(tmp_path):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    missing = str(tmp_path / "no-store.sqlite")  # composing would refuse it: the output is refused first
+    for args in (["1", "2", "-o", str(blocked / "m.txt")], ["--history", "--all", "--dir", str(blocked / "d")]):
+        r = mosbench("mail", *args, "--store", missing)
+        assert r.returncode == 2 and r.stderr.startswith("mosbench: cannot write the mail") \
+            and "Not a directory" in r.stderr, r.stderr
+    assert not (tmp_path / "no-store.sqlite").exists()
+
+
+def test_all_the_mails_of_a_history_are_written_or_none(tmp_path, monkeypatch):
+    path = tmp_path / "two.sqlite"
+    fill(store.Store(str(path)), 14, [Planted(at=4, factor=0.7, tests=("t0",)), Planted(at=9, factor=0.7,
+                                                                                     tests=("t1",))],
+         seed=5, tests=2)
+    out = tmp_path / "mails" / "here"
+    composed = mailing.compose
+    calls = []
+
+    def second_fails(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return composed(*args, **kwargs)
+
+    monkeypatch.setattr(mailing, "compose", second_fails)
+    r = mosbench("mail", "--history", "--all", "--dir", str(out), "--store", str(path))
+    assert r.returncode == 2 and r.stderr.strip() == f"mosbench: cannot write the mails into {out}: No space left " \
+                                                     "on device", r.stderr
+    assert not (tmp_path / "mails").exists() and len(calls) == 2  # the first mail was composed, then removed
+    monkeypatch.setattr(mailing, "compose", composed)
+    r = mosbench("mail", "--history", "--all", "--dir", str(out), "--store", str(path))
+    names = ["001-_5.._7.txt", "002-_10.._12.txt"]  # each new side's runs, #5..#7, made a file's name
+    assert r.returncode == 0 and sorted(p.name for p in out.iterdir()) == names
+    assert r.stderr.splitlines() == [f"mosbench: wrote {out / name}" for name in names]
+
+
+def test_a_stored_commit_is_shown_escaped_and_only_an_id_is_looked_up(tmp_path):
+    _, head = _tree(tmp_path / "linux", "mm: the change")
+    path = tmp_path / "c.sqlite"
+    _profiled(path, [{"kernel": "6.8.0", "kernel_commit": "HEAD"}, {"kernel": "6.8.0", "kernel_commit": "b\x1b[31m\n"}],
+              [False, True])
+    text = mail("1", "2", "--store", str(path), "--tree", str(tmp_path / "linux"))
+    assert "\x1b" not in text and "b\\x1b[31m\\x0a" in text  # the subject, the sides, the columns
+    # "HEAD" names no commit of the run's: the tree's own HEAD is not taken for it.
+    assert head[:12] not in text and "mm: the change" not in text and "  HEAD\n" in text

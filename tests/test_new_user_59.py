@@ -238,6 +238,16 @@ def test_runs_shows_each_run_on_one_line_whatever_its_label(tmp_path, monkeypatc
     assert "two\\x0alines" in said.out and "mosbench run\\x0dhidden" in said.out
 
 
+@pytest.mark.parametrize("command", [["runs"], ["show", "1"], ["compare", "1", "2"], ["history"]], ids=" ".join)
+def test_a_stored_line_break_never_starts_a_line(tmp_path, monkeypatch, command):
+    """A label, hostname or kernel holding a line break would print a line of the store's choosing under
+    mosbench's own: each is shown as its escape, as an escape sequence is."""
+    db = _store(tmp_path / "n.sqlite", runs=2, label="two\nFAKE", host="h\nFAKE", kernel="6.1\nFAKE")
+    said = mosbench(monkeypatch, *command, "--store", str(db))
+    assert said.code == 0, said.err
+    assert "\\x0aFAKE" in said.out and not [line for line in said.out.splitlines() if "FAKE" in line.split("\\x0a")[0]]
+
+
 def test_an_error_echoing_store_text_prints_it_escaped(escapes, monkeypatch):
     said = mosbench(monkeypatch, "history", "--host", "nowhere", "--store", str(escapes))
     assert said.code == 2 and len(said.err) == 1

@@ -18,6 +18,7 @@ from typing import Any
 
 from mosbench.analysis.cells import Cell, PointKey, Series, by_point
 from mosbench.analysis.significance import ALPHA, Compared, Difference, welch
+from mosbench.printable import printable
 
 # What a reader must see first when two runs differ, in this order; everything else after, sorted.
 FIRST_KEYS = ("kernel", "kernel_version", "kernel_commit", "kernel_cmdline", "kernel_config", "cpu_model",
@@ -216,6 +217,7 @@ def compare_runs(runs: list[dict[str, Any]], series: list[list[Series]], labels:
 
 
 def run_labels(runs: list[dict[str, Any]]) -> list[str]:
-    """Each run's label, or #id; runs that share a label (two "quick" runs) get their ids beside it."""
-    names = [r["label"] or f"#{r['id']}" for r in runs]
+    """Each run's label, or #id; runs that share a label (two "quick" runs) get their ids beside it. A label
+    is a name to show: its control characters and line breaks escaped (printable), as stored text is."""
+    names = [printable(r["label"]) if r["label"] else f"#{r['id']}" for r in runs]
     return [f"{n} #{r['id']}" if names.count(n) > 1 and r["label"] else n for n, r in zip(names, runs, strict=True)]

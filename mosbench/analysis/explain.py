@@ -333,13 +333,9 @@ def profile_command(run: dict[str, Any], keys: Sequence[PointKey], kernels: tupl
     args = [*sels, "--profile", ",".join(sels),
             "--cores", ",".join(str(n) for n in sorted({k.cores for k in keys})),
             "--variant", ",".join(dict.fromkeys(base_variant(k.variant) for k in keys)),
-            "--trials", str(max(plan.get("trials", 1), REPLICATES))]
-    # Each setting the run stored, given whatever its value: the command measures as that run did.
-    for option in ("duration", "warmup", "interval", "placement", "isolation"):
-        if (value := plan.get(option)) is not None:
-            args += [f"--{option}", f"{value:g}" if isinstance(value, float) else str(value)]
+            "--trials", str(max(plan.get("trials", 1), REPLICATES)), *setting_options(plan)]
     for workload in dict.fromkeys(k.workload for k in keys):
-        args += _params(workload, (plan.get("params") or {}).get(workload, {}))
+        args += param_options(workload, (plan.get("params") or {}).get(workload, {}))
     head = ["mosbench", "run"] if kernels is None else ["mosbench", "ab", "--kernel", kernels[0], "--kernel",
                                                          kernels[1]]
     return shlex.join([*head, *args])
@@ -356,7 +352,17 @@ def profile_commands(found: Iterable[Unprofiled]) -> list[str]:
                               for (_, _, kernels), (run, keys) in grouped.items()))
 
 
-def _params(workload: str, values: dict[str, Any]) -> list[str]:
+def setting_options(plan: dict[str, Any]) -> list[str]:
+    """`mosbench run`'s options for the sweep settings a stored plan (as any version wrote it) holds, each
+    given whatever its value: a command measures as that run did, whatever the defaults have become."""
+    args = []
+    for option in ("duration", "warmup", "interval", "placement", "isolation"):
+        if (value := plan.get(option)) is not None:
+            args += [f"--{option}", f"{value:g}" if isinstance(value, float) else str(value)]
+    return args
+
+
+def param_options(workload: str, values: dict[str, Any]) -> list[str]:
     """-p options for the parameters this run set away from the workload's defaults (those the workload
     chooses a run by run are left to it)."""
     w = workload_of(workload)

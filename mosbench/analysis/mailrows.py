@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from mosbench import gitrepo
 from mosbench.analysis import explain
-from mosbench.analysis.cells import PointKey, Trial, build_series, by_point, counts, workload_of
+from mosbench.analysis.cells import PointKey, Trial, build_series, by_point, counts
 from mosbench.analysis.compare import environment_differences
 from mosbench.analysis.explain_history import kernel_spec
 from mosbench.analysis.history import TRANSIENT_FACTS, History, Machine, RunInfo, Shift, machine_of, selected
@@ -146,8 +146,11 @@ class Table:
 _OWN = (PER_CORE.suffix, "throughput")
 
 
-def _moved(r: Row) -> tuple[int, float, str]:
-    return _OWN.index(r.measure) if r.measure in _OWN else len(_OWN), -abs(r.change), r.metric
+def _moved(r: Row) -> tuple[int, bool, float, str]:
+    """The significant rows' order: the benchmark's own figures, then the metrics with a better way before
+    those without (idle time, interference), so that the row the subject names (Table.head) is the first
+    whatever moved; each group by how far it moved."""
+    return _OWN.index(r.measure) if r.measure in _OWN else len(_OWN), not r.better, -abs(r.change), r.metric
 
 
 def table(a_rows: Sequence[dict[str, Any]], b_rows: Sequence[dict[str, Any]]) -> Table:
@@ -314,19 +317,25 @@ class Commit:
     missing_from: Path | None = None  # --tree, where it does not hold the commit: the subject is left out
 
 
+# A commit as `mosbench run --commit` and bisect store it: its id's hex digits, whole or abbreviated.
+_COMMIT_ID = re.compile(r"[0-9a-fA-F]{7,40}")
+
+
 def commit_of(info: RunInfo, tree: Path | None) -> Commit | None:
     """The commit a side ran, its subject read from `tree` (only read), else the one a bisection stored with
-    its step; None where the side carries no commit."""
+    its step; None where the side carries no commit. Its id as stored, printable: only an id is looked up in
+    the tree (a stored "HEAD" or "-x" is never given to git)."""
     if not info.commit:
         return None
+    shown = one_line(info.commit, 60)
     if tree is not None:
-        full = gitrepo.commit_id(tree, info.commit)
+        full = gitrepo.commit_id(tree, info.commit) if _COMMIT_ID.fullmatch(info.commit) else None
         if full is None:
-            return Commit(info.commit, None, tree)
+            return Commit(shown, None, tree)
         return Commit(full, gitrepo.git(tree, "log", "-1", "--format=%s", full))
     stored = info.environment.get("bisect")
     subject = stored.get("subject") if isinstance(stored, dict) and stored.get("commit") == info.commit else None
-    return Commit(info.commit, subject if isinstance(subject, str) else None)
+    return Commit(shown, subject if isinstance(subject, str) else None)
 
 
 def environment(a: Side, b: Side) -> list[tuple[str, str, str]]:
@@ -426,18 +435,38 @@ def _keys(rows: Sequence[dict[str, Any]]) -> list[PointKey]:
     return list(dict.fromkeys(PointKey.of(r) for r in rows))
 
 
+# `mosbench run`'s options that `mosbench ab` has too: after the selections ab still takes them as its own
+# (its --precision decides the A/B, the run's is --trials auto's), so where a run's are given they follow `--`.
+AB_SHARED_OPTIONS = ("--precision",)
+
+
+def ab_command(kernels: tuple[str, str], run_args: Sequence[str]) -> tuple[str, ...]:
+    """`mosbench ab` between two kernels measuring with these `mosbench run` arguments, as ab parses them."""
+    shared = any(arg.split("=")[0] in AB_SHARED_OPTIONS for arg in run_args)
+    return ("mosbench", "ab", "--kernel", kernels[0], "--kernel", kernels[1], *(("--",) if shared else ()),
+            *run_args)
+
+
+def _stored_ab(argv: list[str] | None) -> tuple[str, ...] | None:
+    """An A/B comparison's stored command (guest/ab.py writes `mosbench ab --kernel A --kernel B` and the run's
+    arguments) rebuilt to parse as it measured: the run's --precision after `--`. None for any other command."""
+    if not argv or argv[:3] != ["mosbench", "ab", "--kernel"] or len(argv) < 6 or argv[4] != "--kernel":
+        return None
+    return ab_command((argv[3], argv[5]), [arg for arg in argv[6:] if arg != "--"])
+
+
 def reproduction(a: Side, b: Side, head: PointKey | None) -> Reproduction:
     """The mosbench commands that measure both sides again: the `mosbench ab` that did (both sides one A/B
     comparison's), `ab` between the two kernels at the head's point with B's settings, or, the kernel the same,
     `mosbench run` with each side's settings, one command per distinct side."""
     stored = [_stored_command(s.run) for s in (a, b)]
     if all((s.run["environment"] or {}).get("ab") for s in (a, b)) and stored[0] and stored[0] == stored[1]:
-        return Reproduction("The `mosbench ab` that measured both sides, as it was given:", (tuple(stored[0]),))
+        return Reproduction("The `mosbench ab` that measured both sides, its kernels and run options as it "
+                            "stored them:", (_stored_ab(stored[0]) or tuple(stored[0]),))
     specs = (kernel_spec(a.info), kernel_spec(b.info))
     if specs[0] != specs[1]:
         keys = [head] if head else _keys(b.rows)
-        argv = ("mosbench", "ab", "--kernel", specs[0], "--kernel", specs[1],
-                *run_arguments(b.run.get("plan") or {}, keys))
+        argv = ab_command(specs, run_arguments(b.run.get("plan") or {}, keys))
         where = "the point that moved most" if head else "the new side's points"
         return Reproduction(f"Kernel A against kernel B, booted in turn in one guest until decided, at {where} "
                             "with the new side's settings:", (argv,))
@@ -448,15 +477,16 @@ def reproduction(a: Side, b: Side, head: PointKey | None) -> Reproduction:
             argv += ["--commit", s.info.commit]
         commands.append(tuple(argv))
     distinct = tuple(dict.fromkeys(commands))
+    # Where the environments differ, that difference is what the sides measured: the reader sets it up again.
+    set_up = " set up as that side was (the environment's differences below)" if environment(a, b) else ""
     if a.info.commit and b.info.commit and a.info.commit != b.info.commit:
         how = (f"The sides' kernels share a release ({specs[1]}) and differ by commit: each side's `mosbench run` "
                "on this machine booted into that side's kernel (--commit records which):")
     elif len(distinct) > 1:
-        how = ("Both sides ran one kernel: each side's `mosbench run`, with its settings, on this machine set up "
-               "as that side was (the environment's differences below):")
+        how = f"Both sides ran one kernel: each side's `mosbench run`, with its settings, on this machine{set_up}:"
     else:
-        how = ("Both sides ran one kernel with the same settings: this `mosbench run` once on this machine set up "
-               "as each side was (the environment's differences below):")
+        how = ("Both sides ran one kernel with the same settings: this `mosbench run` once for each side on this "
+               f"machine{set_up}:")
     return Reproduction(how, distinct)
 
 
@@ -472,29 +502,15 @@ def run_arguments(plan: dict[str, Any], keys: Sequence[PointKey]) -> list[str]:
             args += ["--precision", f"{plan['precision'] * 100:g}"]
     elif plan.get("trials"):
         args += ["--trials", str(plan["trials"])]
-    for option in ("duration", "warmup", "interval", "placement", "isolation"):
-        if (value := plan.get(option)) is not None:
-            args += [f"--{option}", f"{value:g}" if isinstance(value, float) else str(value)]
+    args += explain.setting_options(plan)
     if plan.get("max_interference") is not None and plan["max_interference"] != DEFAULT_THRESHOLD:
         args += ["--max-interference", f"{plan['max_interference'] * 100:g}"]
     if plan.get("retry_interfered"):
         args += ["--retry-interfered", str(plan["retry_interfered"])]
     for workload in dict.fromkeys(k.workload for k in keys):
-        args += _params(workload, (plan.get("params") or {}).get(workload, {}))
+        args += explain.param_options(workload, (plan.get("params") or {}).get(workload, {}))
     if profiled := plan.get("profile"):
         chosen = [s for s in selections if "all" in profiled or s in profiled or s.split("/")[0] in profiled]
         if chosen:
             args += ["--profile", ",".join(chosen)]
     return args
-
-
-def _params(workload: str, values: dict[str, Any]) -> list[str]:
-    """-p for each parameter the plan set away from the workload's default (one the workload chooses run by
-    run, default None, is left to it)."""
-    w = workload_of(workload)
-    defaults = {p.name: p.default for p in w.params} if w else {}
-    out = []
-    for name, value in sorted(values.items()):
-        if defaults.get(name) is not None and value != defaults[name]:
-            out += ["-p", f"{workload}.{name}={str(value).lower() if isinstance(value, bool) else value}"]
-    return out

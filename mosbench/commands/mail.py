@@ -6,15 +6,22 @@ from __future__ import annotations
 import getpass
 import re
 import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
 from email.headerregistry import Address
 from email.utils import getaddresses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from mosbench.commands.options import open_store, store_option
 from mosbench.errors import UserError
 from mosbench.printable import one_line
+
+if TYPE_CHECKING:  # imported where used: the command line starts without SQLAlchemy and numpy
+    from mosbench.analysis.mailrows import Boundary, Side
+    from mosbench.store.db import Store
 
 _MSGID = re.compile(r"<?([^<>\s@]+@[^<>\s@]+)>?")
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
@@ -77,7 +84,6 @@ def mail(args, from_history, hostname, every, directory, output, fmt, sender, to
     most, then the commit, the machine, the parameters, the commands to reproduce, the environment's
     differences and a table of every metric of every point, the significant rows first and the profiles'
     rows last. A report, not a gate: exit 0 when written."""
-    from mosbench.analysis import history as hist
     from mosbench.analysis import mailrows
     from mosbench.report import mail as mailing
     from mosbench.run.plan import stored_selections
@@ -97,57 +103,87 @@ def mail(args, from_history, hostname, every, directory, output, fmt, sender, to
     cc = [_address("--cc", a) for a in cc]
     in_reply_to = _message_id(in_reply_to) if in_reply_to else None
     chosen = stored_selections(list(args)) if from_history else []
-    db = open_store(store_url, create=False)
 
-    # (the mail's sides, how the change was found, the history's machine)
-    pairs: list[tuple[mailrows.Side, mailrows.Side, mailrows.Boundary | None, str | None]] = []
-    if from_history:
-        found = hist.build(db.list_runs(), db.history_points, chosen, hostname, hist.Order.TIME, None)
-        changes = mailrows.boundaries(found)
-        if not changes:
-            raise UserError(f"the history of {one_line(found.machine.describe(), 120)} ({len(found.runs)} runs) "
-                            "holds no confirmed change: there is nothing to mail")
-        stored = {r["id"]: r for r in db.list_runs()}
-        for boundary in changes if every else changes[-1:]:
-            before = [stored[r.id] for r in boundary.before]
-            after = [stored[r.id] for r in boundary.after]
-            pairs.append((mailrows.load_side(db, before, before[-1], chosen),
-                          mailrows.load_side(db, after, after[0], chosen), boundary, found.machine.describe()))
-    else:
-        runs = [db.run(ref) for ref in args]
-        mailrows.check_pair(*runs)
-        pairs.append((mailrows.load_side(db, [runs[0]], runs[0]), mailrows.load_side(db, [runs[1]], runs[1]),
-                      None, None))
+    def bodies() -> Iterator[tuple[str, str]]:
+        """Each mail's name (its new side's) and text, composed as it is asked for: inside the output's
+        writing, so that a refusal on the way leaves nothing made for it."""
+        db = open_store(store_url, create=False)
+        pairs = _history_pairs(db, chosen, hostname, every) if from_history else [_runs_pair(db, args)]
+        for pair in pairs:
+            composed = mailing.compose(pair.base, pair.new, mailrows.findings(pair.base, pair.new, pair.labels),
+                                       sender, tree, pair.boundary, pair.history_of)
+            if fmt == "mbox":
+                yield composed.columns[1], mailing.as_mbox(mailing.message(composed, sender, to, cc, in_reply_to))
+            else:
+                yield composed.columns[1], mailing.as_text(composed)
 
-    written = []
-    for a, b, boundary, machine in pairs:
-        found_rows = mailrows.findings(a, b, (a.ids, b.ids))
-        composed = mailing.compose(a, b, found_rows, sender, tree, boundary, machine)
-        if fmt == "mbox":
-            body = mailing.as_mbox(mailing.message(composed, sender, to, cc, in_reply_to))
-        else:
-            body = mailing.as_text(composed)
-        written.append((composed.columns[1], body))
-    _write(written, output, directory, fmt)
+    _write(bodies(), output, directory, fmt)
 
 
-def _write(written: list[tuple[str, str]], output: Path | None, directory: Path | None, fmt: str) -> None:
+@dataclass(frozen=True)
+class _Pair:
+    """One mail's two sides, and how the change was found where a history found it."""
+
+    base: Side
+    new: Side
+    boundary: Boundary | None = None
+    history_of: str | None = None  # the machine whose history confirmed the change
+
+    @property
+    def labels(self) -> tuple[str, str]:
+        return self.base.ids, self.new.ids
+
+
+def _runs_pair(db: Store, refs: tuple[str, ...]) -> _Pair:
+    from mosbench.analysis import mailrows
+
+    a, b = (db.run(ref) for ref in refs)
+    mailrows.check_pair(a, b)
+    return _Pair(mailrows.load_side(db, [a], a), mailrows.load_side(db, [b], b))
+
+
+def _history_pairs(db: Store, chosen: list[str], hostname: str | None, every: bool) -> list[_Pair]:
+    """The newest boundary the history confirms a change at (every: each, oldest first), its levels' runs
+    nearest it pooled a side."""
+    from mosbench.analysis import history as hist
+    from mosbench.analysis import mailrows
+
+    stored = {r["id"]: r for r in db.list_runs()}
+    found = hist.build(list(stored.values()), db.history_points, chosen, hostname, hist.Order.TIME, None)
+    changes = mailrows.boundaries(found)
+    if not changes:
+        raise UserError(f"the history of {one_line(found.machine.describe(), 120)} ({len(found.runs)} runs) "
+                        "holds no confirmed change: there is nothing to mail")
+    pairs = []
+    for boundary in changes if every else changes[-1:]:
+        before = [stored[r.id] for r in boundary.before]
+        after = [stored[r.id] for r in boundary.after]
+        pairs.append(_Pair(mailrows.load_side(db, before, before[-1], chosen),
+                           mailrows.load_side(db, after, after[0], chosen), boundary, found.machine.describe()))
+    return pairs
+
+
+def _write(bodies: Iterator[tuple[str, str]], output: Path | None, directory: Path | None, fmt: str) -> None:
+    """The mails where the user asked: --dir a file each, all moved in once every one is written; -o checked
+    before any is composed and written whole; else standard output. Nothing is left of a mail that could
+    not be written, nor of a folder made for it."""
     from mosbench import outfile
     from mosbench.filenames import file_stem
     from mosbench.report.terminal import say, stdout
 
     if directory is not None:
-        for i, (name, body) in enumerate(written, start=1):
-            path = directory / f"{i:03d}-{file_stem(name)}.{'mbox' if fmt == 'mbox' else 'txt'}"
-            target = outfile.target(path, "the mail")
-            with target.writing():
-                target.write_text(body)
-            say(f"wrote {path}")
+        names = []
+        with outfile.files_into(directory, "the mails") as staged:
+            for i, (name, body) in enumerate(bodies, start=1):
+                names.append(f"{i:03d}-{file_stem(name)}.{'mbox' if fmt == 'mbox' else 'txt'}")
+                (staged / names[-1]).write_text(body)
+        for name in names:
+            say(f"wrote {directory / name}")
         return
-    [(_, body)] = written
     if output is None:
-        stdout.write(body)
+        for _, body in bodies:
+            stdout.write(body)
         return
     target = outfile.target(output, "the mail")
     with target.writing():
-        target.write_text(body)
+        target.write_text("".join(body for _, body in bodies))

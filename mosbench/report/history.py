@@ -18,6 +18,7 @@ from mosbench.analysis import history
 from mosbench.analysis.cells import SeriesKey, scaling_ratio
 from mosbench.analysis.history import FAMILY_ALPHA, History, Kind, PointSeries, Shape, Shift
 from mosbench.analysis.significance import Difference
+from mosbench.printable import printable
 from mosbench.report.rows import Column, TableModel, p_value
 from mosbench.store.db import Store
 from mosbench.units import plain, si
@@ -107,8 +108,8 @@ def series_table(h: History) -> TableModel:
 
 def _machine_title(h: History, width: int = 78) -> str:
     """The machine's name and topology, on two lines where one cannot hold them (never broken inside)."""
-    said = h.machine.describe()
-    return said if len(said) <= width else f"{h.machine.hostname}\n({h.machine.topology})"
+    said = printable(h.machine.describe())  # a stored hostname's line break too: the title has its own
+    return said if len(said) <= width else f"{printable(h.machine.hostname)}\n({printable(h.machine.topology)})"
 
 
 def _percent(ratio: float) -> str:

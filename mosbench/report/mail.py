@@ -17,7 +17,7 @@ import math
 import re
 import shlex
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from email.message import EmailMessage
@@ -222,7 +222,7 @@ def _parameters(b: Side, head: PointKey | None, findings: Findings) -> tuple[tup
     plan = b.run.get("plan") or {}
     keys = [head] if head else _points(findings)
 
-    def joined(values) -> str:
+    def joined(values: Iterable[object]) -> str:
         return one_line(",".join(dict.fromkeys(str(v) for v in values)), 120) or "-"
 
     unit = next((r.get("unit") for r in b.rows if head is None or PointKey.of(r) == head), None)

@@ -198,9 +198,10 @@ def print_run(out: Console, r: dict, pts: list[dict], history, resume: str, wide
     from mosbench.report import rows, sections
 
     series = build_series(pts)
-    out.print(f"run #{r['id']} ({r['status']}) on {r['environment']['hostname']}, "
-              f"kernel {r['environment']['kernel']}: {r['environment'].get('topology_summary', '')}",
-              soft_wrap=False)
+    # The console keeps line breaks (a title may have two); a stored hostname's are escaped here.
+    env = r["environment"]
+    out.print(printable(f"run #{r['id']} ({r['status']}) on {env['hostname']}, kernel {env['kernel']}: "
+                        f"{env.get('topology_summary', '')}"), soft_wrap=False)
     if why := UNFINISHED.get(r["status"]):
         out.print(f"run #{r['id']} {why} with {len(pts)} point{'s' if len(pts) != 1 else ''} stored: "
                   f"`{resume}` measures the rest", style="yellow", markup=False, highlight=False, soft_wrap=True)
