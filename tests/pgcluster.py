@@ -5,10 +5,14 @@ The workload runs `postgres` through its launcher (mosbench/workloads/postgres/c
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
+import socket
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from mosbench.errors import UserError
@@ -58,3 +62,22 @@ class Cluster:
     def remove(self) -> None:
         self.stop("immediate")
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def private(settings: dict[str, str] | None = None) -> Iterator[Cluster]:
+    """A cluster of its own, started on a free loopback port, in memory where /dev/shm is (no fsync: a test's
+    data need not outlive it); stopped and removed afterwards, whatever happened."""
+    root = Path(tempfile.mkdtemp(prefix="mosbench-test-pg-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None))
+    os.chmod(root, 0o755)  # the postgres user reaches its cluster's directory through it
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    c = Cluster(root / "cluster", port)
+    try:
+        c.init()
+        c.start({"fsync": "off", **(settings or {})})
+        yield c
+    finally:
+        c.remove()
+        shutil.rmtree(root, ignore_errors=True)

@@ -20,7 +20,7 @@ from urllib.request import urlopen
 import pytest
 
 from mosbench.store.db import Store, runs
-from mosbench.testing.history_stores import Planted, fill, fill_lab
+from mosbench.testing.history_stores import LAB_COMMITS, Planted, fill, fill_lab
 from mosbench.web.app import create_app
 from tests.conftest import ROOT
 
@@ -129,6 +129,69 @@ def test_a_change_that_hurt_two_machines_and_not_a_third(reader):
     assert ci["bisect_command"] in reader.get(f"/alerts/{ci['id']}").get_data(as_text=True)
 
 
+def test_a_summary_tells_each_change_as_history_does(reader, lab_store):
+    """Each alert's lines are `mosbench history --host H`'s telling of its change, word for word: its adjusted
+    p, what its kind means, every core count's own test, the per-core ratio at the most cores to one core."""
+    from mosbench.analysis import history as hist
+    from mosbench.report import history as history_report
+
+    db = Store(str(lab_store[0]), create=False)
+    h = hist.build(db.list_runs(), db.history_points, [], "big4s", hist.Order.TIME, None)
+    db.engine.dispose()
+    (shift,) = h.shifts
+    expected = history_report.shift_lines(h, shift)
+    told = " ".join(expected)
+    assert "p adj." in told and "one core did not move" in told and "per-core ratio at the most cores" in told
+    lab = summary_of(reader, "arm", "big4s")
+    (big,) = [a for a in lab["alerts"] if a["hostname"] == "big4s"]
+    assert big["told"] == expected
+    page = html.unescape(reader.get(f"/alerts/{lab['id']}").get_data(as_text=True))
+    assert "\n".join(expected) in page
+
+
+def test_the_papers_figure_names_each_runs_kernel_and_commit(reader, lab_store):
+    """Hovering a run of the paper's figure names its kernel and commit as history names them."""
+    ids = lab_store[1]
+    g = reader.get(f"/api/graphs/cores?run={ids['ci'][-1]}&run={ids['big4s'][-1]}&test=micro/t1").get_json()
+    lines = {line["hostname"]: line for line in g["lines"]}
+    assert (lines["ci"]["kernel"], lines["ci"]["commit"]) == ("6.19.0-rc1", LAB_COMMITS[1])
+    assert (lines["big4s"]["kernel"], lines["big4s"]["commit"]) == ("6.1.0-22-amd64", None)
+    assert lines["ci"]["cores"] == [1, 2, 4, 8] and len(lines["ci"]["trials"][0]) == 3
+
+
+def test_two_runs_compared_say_when_they_come_from_different_machines(reader, lab_store):
+    ids = lab_store[1]
+    same = reader.get(f"/api/compare?a={ids['big4s'][11]}&b={ids['big4s'][12]}").get_json()
+    assert same["same_machine"] and same["machines_note"] == "Both runs come from big4s (1 socket, 8 cores)."
+    # What changed, as `mosbench compare` ends: the changes a side of which was not profiled, and the fewest
+    # commands that would profile them.
+    assert same["significant"] == 2 and same["explained"] == []
+    assert same["unexplained"]["line"].startswith("2 significant changes not explained: a side was not profiled")
+    assert same["unexplained"]["commands"] == [
+        "mosbench run micro/t1 --profile micro/t1 --cores 4,8 --variant procs --trials 3"]
+    other = reader.get(f"/compare?a={ids['big4s'][11]}&b={ids['arm'][12]}").get_data(as_text=True)
+    assert re.search(r'<p id="machines" class="warn">These runs come from different machines: '
+                     rf'#{ids["big4s"][11]} from big4s \(1 socket, 8 cores\), #{ids["arm"][12]} from arm', other)
+
+
+def test_a_profiled_change_compared_names_what_grew(tmp_path):
+    """test_explain_history's store, a lock planted from run 5: runs 3 and 7 profiled, compared."""
+    from tests.test_explain import LOCK
+    from tests.test_explain_history import _history
+
+    db, ids = _history(tmp_path, {3, 7})
+    db.engine.dispose()
+    app = create_app(str(tmp_path / "h.sqlite"))
+    found = app.test_client().get(f"/api/compare?a={ids[3]}&b={ids[7]}").get_json()
+    page = app.test_client().get(f"/compare?a={ids[3]}&b={ids[7]}").get_data(as_text=True)
+    app.extensions["mosbench.lab"].close()
+    (why,) = found["explained"]
+    assert why["heading"].startswith("micro/getppid1 procs at 2 cores: slower") and found["unexplained"] is None
+    assert why["columns"][:2] == ["what", "kind"] and why["title"].startswith("micro/getppid1 procs at 2 cores: per")
+    assert [LOCK, "kernel lock, own"] in [row[:2] for row in why["rows"]] and "account for 100%" in why["lines"][0]
+    assert f"<td>{LOCK}</td>" in page
+
+
 def test_the_overview_counts_and_arrows(reader, lab_store):
     r = reader.get("/")
     assert r.status_code == 200 and not r.location
@@ -139,6 +202,25 @@ def test_the_overview_counts_and_arrows(reader, lab_store):
     assert rows["big4s"]["untriaged"] == 1 and rows["small2s"]["untriaged"] == 0
     cell = rows["big4s"]["workloads"][view["workloads"].index("micro")]
     assert 0.5 < cell["ratio"] < 1.0 and cell["cores"] == 8 and cell["series"] == 4
+
+
+def test_an_arrow_marks_where_the_newest_run_began_a_change(tmp_path):
+    """down's and up's newest run each began a change; older's change is history, not news."""
+    path = tmp_path / "s.sqlite"
+    db = Store(str(path))
+    fill(db, 12, [Planted(11, 0.6, tests=("t1",))], seed=3, host="down")
+    fill(db, 12, [Planted(11, 1.5, tests=("t2",))], seed=4, host="up")
+    fill(db, 12, [Planted(5, 0.6, tests=("t1",))], seed=5, host="older")
+    db.engine.dispose()
+    app = create_app(str(path))
+    view = app.test_client().get("/api/overview").get_json()
+    app.extensions["mosbench.lab"].close()
+    cells = {m["hostname"]: m["workloads"][0] for m in view["machines"]}
+    assert {h: (c["change"], c["arrow"]) for h, c in cells.items()} == {
+        "down": ("regression", "↓"), "up": ("improvement", "↑"), "older": (None, "")}
+    assert re.search(r"run #12; it began a change: micro/t1 procs -4\d(\.\d)?% at 8 cores \(every core\)$",
+                     cells["down"]["title"]), cells["down"]["title"]
+    assert "began" not in cells["older"]["title"]
 
 
 def test_filters(reader):
@@ -157,6 +239,26 @@ def test_filters(reader):
                       ("workload=nothing", 404)):
         r = reader.get(f"/api/alerts?{bad}")
         assert r.status_code == code and set(r.get_json()) == {"error"}, bad
+
+
+def test_each_form_shows_what_was_asked_for(reader, writer):
+    """The records say which choice is the one shown (the templates only print it)."""
+    def chosen(url: str) -> list[str]:
+        page = reader.get(url).get_data(as_text=True)
+        return [html.unescape(v) for v in
+                re.findall(r'<(?:option|input)[^>]* value="([^"]*)"[^>]* (?:selected|checked)>', page)]
+
+    assert chosen("/alerts?machine=small2s&workload=micro&state=fixed&direction=regression") == [
+        "small2s", "micro", "fixed", "regression"]
+    assert "No summary matches these filters." in reader.get("/alerts?state=fixed").get_data(as_text=True)
+    assert chosen("/graphs?workload=micro&test=t1&variant=procs&cores=4&order=kernel&machine=arm") == [
+        json.dumps(["micro", "t1", "procs"]), "4", "kernel", "arm"]
+    assert chosen("/graphs/cores?test=micro/t2")[0] == "micro/t2"
+    sid = summary_of(writer, "ci")["id"]
+    _signed_in(writer)
+    writer.patch(f"/api/alerts/{sid}", json={"state": "investigating"}, headers=BEARER)
+    page = writer.get(f"/alerts/{sid}").get_data(as_text=True)
+    assert re.findall(r'<option value="([^"]*)" selected>', page) == ["investigating"]  # the triage form's
 
 
 def test_store_text_is_escaped_in_html_and_in_embedded_json(reader, lab_store):
@@ -234,7 +336,10 @@ def test_bearer_tokens_401_403_then_200(writer):
     r = writer.patch(f"/api/alerts/{sid}", json={"state": "invalid", "note": "a noisy night", "alert": key},
                      headers=BEARER)
     assert r.status_code == 200 and r.get_json()["state"] == "investigating"
-    assert (r.get_json()["alerts"][0]["state"], r.get_json()["alerts"][0]["note"]) == ("invalid", "a noisy night")
+    one = r.get_json()["alerts"][0]
+    assert (one["state"], one["note"], one["set_by"]) == ("invalid", "a noisy night", "alice")  # who set it, when
+    assert one["set_at"] >= now["set_at"] and f"{one['set_text']}</div>" in writer.get(f"/alerts/{sid}").get_data(
+        as_text=True) and one["set_text"].startswith("by alice, ")
     overview = {m["hostname"]: m["untriaged"] for m in writer.get("/api/machines").get_json()}
     assert overview["ci"] == 0 and overview["big4s"] == 1
 
@@ -248,7 +353,8 @@ def test_bad_requests_change_nothing(writer):
         (f"/api/alerts/{sid}", '{"state": "gone"}', 400, "no triage state 'gone'"),
         (f"/api/alerts/{sid}", '{"state": "fixed", "owner": "me"}', 400, "unknown field 'owner'"),
         (f"/api/alerts/{sid}", '{"state": "fixed", "note": 3}', 400, "'note' must be a string"),
-        (f"/api/alerts/{sid}", '{"state": "fixed", "link": "javascript:alert(1)"}', 400, "http:// or https://"),
+        (f"/api/alerts/{sid}", '{"state": "fixed", "link": "javascript:alert(1)"}', 400, "http or https URL"),
+        (f"/api/alerts/{sid}", '{"note": "the state left out"}', 400, 'give a "state": one of untriaged'),
         (f"/api/alerts/{sid}", json.dumps({"state": "fixed", "note": big}), 413, "larger than 64 KiB"),
         (f"/api/alerts/{sid}", '{"state": "fixed", "alert": {"hostname": "ci"}}', 400, "names one alert"),
         (f"/api/alerts/{sid}", json.dumps({"state": "fixed", "alert": {"hostname": "nowhere", "workload": "micro",
@@ -272,13 +378,16 @@ def test_unknown_things_are_4xx_with_one_message(reader):
         ("/graphs?order=sideways", 400, "no order 'sideways'"), ("/graphs?cores=many", 400, "not a number"),
         ("/graphs?order=commit", 400, "--tree"), ("/compare?a=1&b=1", 400, "itself"), ("/compare?a=1", 400, "two runs"),
         ("/api/compare?a=1&b=99999", 404, "no run 99999"), ("/graphs/cores?run=x", 400, "not a run id"),
-        ("/nowhere", 404, "not found"), ("/api/nowhere", 404, "not found"),
+        ("/nowhere", 404, "no page /nowhere on this server"), ("/api/nowhere", 404, "no page /api/nowhere"),
+        ("/api/alerts/abc", 404, "no page /api/alerts/abc"),
     ]:
         r = reader.get(url)
         text = html.unescape(r.get_data(as_text=True))
         assert r.status_code == code and said.lower() in text.lower(), (url, text[:300])
-        assert "Traceback" not in text and "sqlite" not in text, url
-    assert reader.delete("/api/alerts/1").status_code == 405
+        assert "Traceback" not in text and "sqlite" not in text and "spelling" not in text, url
+    wrong = reader.delete("/api/alerts/1")
+    assert wrong.status_code == 405
+    assert wrong.get_json() == {"error": "DELETE is not taken at /api/alerts/1 (it takes GET, PATCH)"}
 
 
 def _signed_in(client) -> str:
@@ -338,7 +447,7 @@ def test_a_store_that_hangs_is_a_503_within_the_deadline(lab_store, monkeypatch)
     lab = app.extensions["mosbench.lab"]
     release = __import__("threading").Event()
     # A database that accepted the connection and never answers: the store's read blocks.
-    monkeypatch.setattr(lab.alerts, "machine_histories", lambda: release.wait(30))
+    monkeypatch.setattr(lab.alerts, "kept", lambda: release.wait(30))
     started = time.monotonic()
     r = app.test_client().get("/api/machines")
     assert r.status_code == 503 and "did not answer within 0.5 s" in r.get_json()["error"]

@@ -18,7 +18,7 @@ import pytest
 
 from mosbench.web import serving
 from mosbench.web.app import create_app
-from tests.test_serve import EVIL_HOST, SCRIPT, SECRET, TOKENS, make_lab_store
+from tests.test_serve import EVIL_HOST, EVIL_KERNEL, SCRIPT, SECRET, TOKENS, make_lab_store
 
 CHROMIUM = shutil.which("chromium")
 DRIVER = shutil.which("chromedriver")
@@ -69,6 +69,17 @@ def wait_drawn(driver):
     from selenium.webdriver.support.ui import WebDriverWait
 
     WebDriverWait(driver, WAIT_S).until(ec.presence_of_element_located((By.CSS_SELECTOR, "#graph[data-drawn='1']")))
+
+
+def submitted(driver, button: str) -> None:
+    """Clicks a form's button and waits for the page it leads to (a click does not wait for the load)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    pressed = driver.find_element(By.ID, button)
+    pressed.click()
+    WebDriverWait(driver, WAIT_S).until(ec.staleness_of(pressed))
 
 
 def fetch(url: str, method: str = "GET", data: bytes | None = None, headers: dict | None = None) -> tuple[int, str]:
@@ -162,6 +173,12 @@ def test_store_text_shows_as_text(lab, browser):
         with pytest.raises(NoAlertPresentException):
             browser.switch_to.alert.text  # noqa: B018 - asking is the check: no alert() ran
         assert not errors(browser), path
+    # In kernel order the kernels are the axis' labels, which plotly reads as markup unless given as text.
+    browser.get(f"{base}/graphs?" + urlencode({"machine": EVIL_HOST, "order": "kernel"}))
+    wait_drawn(browser)
+    ticks = [t.text for t in browser.find_elements(By.CSS_SELECTOR, "#graph .xtick text")]
+    assert EVIL_KERNEL in ticks, ticks
+    assert not errors(browser)
 
 
 def test_a_triage_through_the_form_stays_and_a_signed_out_browser_cannot(lab, browser):
@@ -181,14 +198,14 @@ def test_a_triage_through_the_form_stays_and_a_signed_out_browser_cannot(lab, br
 
     browser.find_element(By.CSS_SELECTOR, "#triage-closed a").click()
     browser.find_element(By.ID, "secret").send_keys(SECRET)
-    browser.find_element(By.ID, "signin-submit").click()
+    submitted(browser, "signin-submit")
     assert browser.current_url == f"{base}/alerts/{sid}"
     Select(browser.find_element(By.ID, "triage-state-select")).select_by_visible_text("investigating")
     note = browser.find_element(By.NAME, "note")
     note.clear()
     note.send_keys("bisecting on big4s")
     browser.find_element(By.NAME, "link").send_keys("https://bugzilla.kernel.org/show_bug.cgi?id=42")
-    browser.find_element(By.ID, "triage-submit").click()
+    submitted(browser, "triage-submit")
     browser.refresh()
     assert browser.find_element(By.ID, "state").text == "investigating"
     assert browser.find_element(By.ID, "note").text == "bisecting on big4s"

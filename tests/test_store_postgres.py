@@ -7,13 +7,10 @@ as from SQLite, and the server going away mid-run (one clear line; the points co
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -21,33 +18,19 @@ import sqlalchemy as sa
 from mosbench.store import db as store
 from mosbench.workloads.postgres import cluster as pgcluster
 from tests.conftest import ROOT, needs_native, needs_root
-from tests.pgcluster import Cluster
+from tests.pgcluster import private
 from tests.test_run_system import _leftovers, _our_cgroups
 
 pytestmark = [needs_root, pytest.mark.skipif(not (pgcluster.BIN / "initdb").exists(),
                                              reason="PostgreSQL 15 not installed")]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def cluster():
-    root = Path(tempfile.mkdtemp(prefix="mosbench-test-pg-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None))
-    os.chmod(root, 0o755)
-    c = Cluster(root / "cluster", _free_port())
-    c.init()
     # Commits stay synchronous (written to the kernel before they return): the test of a server that
     # goes away counts on what was committed surviving an immediate shutdown.
-    c.start({"fsync": "off"})
-    try:
+    with private() as c:
         yield c
-    finally:
-        c.remove()
-        subprocess.run(["rm", "-rf", str(root)], check=False)
 
 
 @pytest.fixture

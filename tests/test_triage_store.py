@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import socket
-import subprocess
-import tempfile
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -179,23 +175,12 @@ def test_a_store_of_todays_schema_is_migrated_in_place(tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def postgres():
     from mosbench.workloads.postgres import cluster as pgcluster
-    from tests.pgcluster import Cluster
+    from tests.pgcluster import private
 
     if os.geteuid() != 0 or not (pgcluster.BIN / "initdb").exists():
         pytest.skip("PostgreSQL 15 and root needed")
-    root = Path(tempfile.mkdtemp(prefix="mosbench-test-pg-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None))
-    os.chmod(root, 0o755)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    c = Cluster(root / "cluster", port)
-    c.init()
-    c.start({"fsync": "off"})
-    try:
+    with private() as c:
         yield c
-    finally:
-        c.remove()
-        subprocess.run(["rm", "-rf", str(root)], check=False)
 
 
 def test_a_postgresql_store_of_todays_schema_is_migrated_in_place(postgres, monkeypatch):

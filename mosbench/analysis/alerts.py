@@ -27,7 +27,7 @@ import shlex
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
@@ -215,16 +215,25 @@ class Summary:
                 "bisect_host": self.bisect_host, "first_seen": self.first_seen.isoformat()}
 
 
+class Freshness(NamedTuple):
+    """What a machine's history is computed at: it is computed again when any of these moves (a new run, the
+    newest run finished, a run deleted)."""
+
+    newest_run: int
+    status: str  # the newest run's
+    runs: int
+
+
 @dataclass(frozen=True)
 class MachineAlerts:
     """One machine's history and its alerts, with each alert's sides: what AlertIndex keeps per machine."""
 
-    fresh: tuple[int, str, int]  # its newest run's id and status, and how many runs it has
+    fresh: Freshness  # what its history was computed at
     history: History
     alerts: tuple[tuple[Alert, str, str, str], ...]  # (alert, before's name, after's name, named by)
 
     @classmethod
-    def of(cls, fresh: tuple[int, str, int], h: History, found: Sequence[HistoryExplained]) -> MachineAlerts:
+    def of(cls, fresh: Freshness, h: History, found: Sequence[HistoryExplained]) -> MachineAlerts:
         out = []
         for shift in h.shifts:
             before, after, by = sides(h.runs[shift.before], h.runs[shift.after])
@@ -284,8 +293,8 @@ def bisect_command(machines: dict[str, MachineAlerts], alerts: Sequence[Alert]) 
                        *target.selections, "--cores", target.cores]), host
 
 
-def freshness(db: Store) -> dict[str, tuple[int, str, int]]:
-    """Each machine's (newest run's id, its status, its number of runs): one light query, no JSON read."""
+def freshness(db: Store) -> dict[str, Freshness]:
+    """Each machine's newest run, its status and its number of runs: one light query, no JSON read."""
     with db.engine.connect() as conn:
         rows = conn.execute(sa.select(runs.c.id, runs.c.hostname, runs.c.status, runs.c.started_at)).all()
     newest: dict[str, tuple[Any, int, str]] = {}
@@ -295,7 +304,19 @@ def freshness(db: Store) -> dict[str, tuple[int, str, int]]:
         count[host] = count.get(host, 0) + 1
         if host not in newest or (started, run_id) > newest[host][:2]:
             newest[host] = (started, run_id, status)
-    return {host: (run_id, status, count[host]) for host, (_, run_id, status) in newest.items()}
+    return {host: Freshness(run_id, status, count[host]) for host, (_, run_id, status) in newest.items()}
+
+
+class Kept(NamedTuple):
+    """What AlertIndex holds at one moment: each machine's history and alerts, and the summaries made of
+    them (a page that shows a summary with its histories takes both from here, not from two moments)."""
+
+    machines: dict[str, MachineAlerts]
+    summaries: list[Summary]  # newest first
+
+    def histories(self) -> dict[str, History]:
+        """hostname → its History."""
+        return {host: m.history for host, m in sorted(self.machines.items())}
 
 
 class AlertIndex:
@@ -309,9 +330,10 @@ class AlertIndex:
         self._lock = threading.Lock()
         self._machines: dict[str, MachineAlerts] = {}
         self._summaries: list[Summary] = []
-        self._summarised: dict[str, tuple[int, str, int]] | None = None  # the keys the summaries were made at
+        self._summarised: dict[str, Freshness] | None = None  # the keys the summaries were made at
 
-    def _current(self) -> dict[str, MachineAlerts]:
+    def kept(self) -> Kept:
+        """Every machine's alerts and the summaries, brought up to date with the store."""
         fresh = freshness(self.db)
         with self._lock:
             stale = [host for host, key in fresh.items()
@@ -328,9 +350,9 @@ class AlertIndex:
             if self._summarised != fresh:
                 self._summaries = summaries_of(self._machines)
                 self._summarised = fresh
-            return dict(self._machines)
+            return Kept(dict(self._machines), list(self._summaries))
 
-    def _compute(self, host: str, fresh: tuple[int, str, int], rows: list[dict[str, Any]]) -> MachineAlerts | None:
+    def _compute(self, host: str, fresh: Freshness, rows: list[dict[str, Any]]) -> MachineAlerts | None:
         try:
             h = history.build(rows, self.db.history_points, [], host, history.Order.TIME, None)
         except UserError:
@@ -339,18 +361,8 @@ class AlertIndex:
 
     def summaries(self) -> list[Summary]:
         """Every summary, newest first."""
-        self._current()
-        with self._lock:
-            return list(self._summaries)
-
-    def summary(self, key: str) -> Summary | None:
-        return next((s for s in self.summaries() if s.key == key), None)
+        return self.kept().summaries
 
     def machine_histories(self) -> dict[str, History]:
         """hostname → its History (kept with its alerts)."""
-        return {host: m.history for host, m in sorted(self._current().items())}
-
-    def alerts(self, hostname: str | None = None) -> list[Alert]:
-        """Every alert (of one machine), as its history orders them."""
-        return [a for host, m in sorted(self._current().items()) if hostname in (None, host) for a, *_ in m.alerts]
-
+        return self.kept().histories()

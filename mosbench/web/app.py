@@ -16,7 +16,8 @@ from typing import Any
 
 from flask import Flask, Response, g, jsonify, redirect, render_template, request, send_file, session
 from jinja2 import StrictUndefined
-from werkzeug.exceptions import BadRequest, HTTPException, RequestEntityTooLarge
+from werkzeug.exceptions import BadRequest, HTTPException, MethodNotAllowed, RequestEntityTooLarge
+from werkzeug.exceptions import NotFound as NoRoute
 
 from mosbench.errors import UserError
 from mosbench.web import auth, graphs, overview, runs, summaries
@@ -130,7 +131,7 @@ def create_app(store_url: str, tokens: dict[str, str] | None = None, read_only: 
 
     @app.errorhandler(HTTPException)
     def http_error(e: HTTPException) -> Response:
-        return error(e.code or 500, e.description or e.name)
+        return error(e.code or 500, said_of(e))
 
     @app.errorhandler(NotFound)
     def not_found(e: NotFound) -> Response:
@@ -273,6 +274,19 @@ def create_app(store_url: str, tokens: dict[str, str] | None = None, read_only: 
     def plotly_file():
         return send_file(plotly, mimetype="text/javascript", max_age=86400, conditional=True)
     return app
+
+
+def said_of(e: HTTPException) -> str:
+    """What an HTTP error says in one line: ours where we raised it, else one for the case in place of
+    Werkzeug's default paragraph ("…If you entered the URL manually please check your spelling…")."""
+    if e.description and e.description != type(e).description:
+        return e.description
+    if isinstance(e, NoRoute):
+        return f"no page {request.path} on this server (its pages: /, /alerts, /graphs, /runs/ID, /compare)"
+    if isinstance(e, MethodNotAllowed):
+        taken = ", ".join(sorted(set(e.valid_methods or ()) - {"HEAD", "OPTIONS"}))
+        return f"{request.method} is not taken at {request.path} (it takes {taken})"
+    return e.name
 
 
 def _local(target: str | None) -> str:

@@ -10,12 +10,14 @@ import json
 import statistics
 from dataclasses import dataclass
 
+from werkzeug.datastructures import MultiDict
 from werkzeug.exceptions import BadRequest
 
 from mosbench.analysis import history as hist
 from mosbench.analysis.cells import SeriesKey, build_series, workload_of
 from mosbench.web import records
 from mosbench.web.lab import Lab, NotFound
+from mosbench.web.runs import side
 from mosbench.workloads.base import test_name
 
 ORDERS = tuple(o.value for o in hist.Order)
@@ -92,6 +94,23 @@ class SeriesGraph(records.Record):
     series: str  # the chosen one's value among the choices
     cores_offered: tuple[int, ...]
 
+    # The form's choices, each with what is drawn now chosen.
+    @property
+    def series_options(self) -> tuple[records.Option, ...]:
+        return tuple(records.Option(c.value, c.name, c.value == self.series) for c in self.choices)
+
+    @property
+    def cores_options(self) -> tuple[records.Option, ...]:
+        return records.options(self.cores_offered, {self.cores})
+
+    @property
+    def order_options(self) -> tuple[records.Option, ...]:
+        return records.options(self.orders, {self.order})
+
+    @property
+    def machine_options(self) -> tuple[records.Option, ...]:
+        return records.options(self.every_machine, set(self.chosen))
+
 
 @dataclass(frozen=True)
 class Asked:
@@ -103,7 +122,7 @@ class Asked:
     order: str
 
 
-def asked(args) -> Asked:
+def asked(args: MultiDict[str, str]) -> Asked:
     """The query's choice of series, checked for shape."""
     order = args.get("order") or hist.Order.TIME.value
     if order not in ORDERS:
@@ -261,6 +280,7 @@ class CoresLine(records.Record):
     hostname: str
     name: str  # the legend's: machine, run, variant
     kernel: str
+    commit: str | None
     label: str | None
     cores: tuple[int, ...]
     means: tuple[float, ...]
@@ -276,8 +296,12 @@ class CoresGraph(records.Record):
     runs: tuple[RunChoice, ...]  # the runs offered (each machine's newest) and those chosen
     lines: tuple[CoresLine, ...]
 
+    @property
+    def test_options(self) -> tuple[records.Option, ...]:
+        return records.options(self.tests, {self.test})
 
-def cores_asked(args) -> tuple[tuple[int, ...], str | None]:
+
+def cores_asked(args: MultiDict[str, str]) -> tuple[tuple[int, ...], str | None]:
     ids = []
     for value in [*args.getlist("run"), *",".join(args.getlist("runs")).split(",")]:
         if value.strip():
@@ -292,7 +316,7 @@ def cores_graph(lab: Lab, run_ids: tuple[int, ...], test: str | None) -> CoresGr
     histories = lab.alerts.machine_histories()
     offered = [r for h in histories.values() for r in h.runs[-NEWEST_RUNS_OFFERED:]]
     chosen = run_ids or tuple(h.runs[-1].id for _, h in sorted(histories.items()))
-    stored = {i: lab.run(i) for i in chosen}  # NotFound for a run the store lacks
+    stored = {i: side(lab.run(i)) for i in chosen}  # NotFound for a run the store lacks
     series = {i: build_series(lab.db.points(i, with_samples=False)) for i in chosen}
     tests = tuple(sorted({s.name for found in series.values() for s in found if s.ok_cells()}))
     if test is None and tests:
@@ -302,23 +326,20 @@ def cores_graph(lab: Lab, run_ids: tuple[int, ...], test: str | None) -> CoresGr
     lines = []
     for i in chosen:
         r = stored[i]
-        env = r["environment"] or {}
-        host, kernel = str(env.get("hostname") or r["hostname"] or "?"), str(env.get("kernel") or "?")
         for s in series[i]:
             cells = s.ok_cells()
             if s.name != test or not cells:
                 continue
             counted = [tuple(c.counted()) for c in cells]
             kept = [(c.cores, t) for c, t in zip(cells, counted, strict=True) if t]
-            lines.append(CoresLine(i, host, f"{host} #{i} {s.variant}", kernel, r["label"],
+            lines.append(CoresLine(i, r.hostname, f"{r.hostname} #{i} {s.variant}", r.kernel, r.commit, r.label,
                                    tuple(c for c, _ in kept), tuple(statistics.fmean(t) for _, t in kept),
                                    tuple(t for _, t in kept)))
     unit = _unit(*test.split("/", 1)) if test else "work"
     seen = {r.id for r in offered}
     runs = [RunChoice(r.id, host, r.label, r.kernel, records.when_text(r.started_at), r.id in chosen)
             for host, h in sorted(histories.items()) for r in reversed(h.runs[-NEWEST_RUNS_OFFERED:])]
-    runs += [RunChoice(i, str((stored[i]["environment"] or {}).get("hostname") or "?"), stored[i]["label"],
-                       str((stored[i]["environment"] or {}).get("kernel") or "?"),
-                       records.when_text(stored[i]["started_at"]), True) for i in chosen if i not in seen]
+    runs += [RunChoice(i, r.hostname, r.label, r.kernel, r.started_text, True)
+             for i, r in stored.items() if i not in seen]
     return CoresGraph(test or "", f"{test or 'no test'}: per-core throughput against cores", f"{unit}/s per core",
                       tests, tuple(runs), tuple(lines))

@@ -8,14 +8,15 @@ import datetime as dt
 import math
 import statistics
 from dataclasses import dataclass
+from typing import NamedTuple
 from urllib.parse import urlencode
 
 from mosbench.analysis.cells import scaling_ratio
-from mosbench.analysis.history import History, Shape
+from mosbench.analysis.history import History, Shape, Shift
 from mosbench.store.triage import UNTRIAGED
 from mosbench.web import records
 from mosbench.web.lab import Lab
-from mosbench.web.summaries import alert_state, summaries_with_ids
+from mosbench.web.summaries import triaged
 
 ARROWS = {"regression": "↓", "improvement": "↑", "mixed": "↕"}
 
@@ -59,19 +60,34 @@ class Overview(records.Record):
     untriaged: int
 
 
-def _newest_changes(h: History) -> dict[str, str]:
-    """Per workload, the direction of the changes the newest run began (steps: a drift begins nowhere)."""
-    out: dict[str, set[bool]] = {}
+def _newest_changes(h: History) -> dict[str, tuple[str, list[str]]]:
+    """Per workload, the direction of the changes the newest run began (steps: a drift begins nowhere), and
+    each said: its series, size at the most cores and kind."""
+    out: dict[str, list[Shift]] = {}
     newest = len(h.runs) - 1
     for shift in h.shifts:
         if shift.after == newest and shift.shape is Shape.STEP:
-            out.setdefault(shift.key.workload, set()).add(shift.ratio < 1)
-    return {w: "mixed" if len(d) > 1 else "regression" if True in d else "improvement" for w, d in out.items()}
+            out.setdefault(shift.key.workload, []).append(shift)
+    found = {}
+    for workload, shifts in out.items():
+        down = {s.ratio < 1 for s in shifts}
+        said = [f"{s.key.name} {records.change_text(s.ratio)} at {max(c.cores for c in s.changes)} cores "
+                f"({s.kind().value})" for s in shifts]
+        found[workload] = ("mixed" if len(down) > 1 else "regression" if True in down else "improvement", said)
+    return found
 
 
-def _cells(h: History) -> dict[str, tuple[float, int, int, int]]:
-    """Per workload: the geometric mean of its series' scaling ratios in the newest run that measured each
-    series' one core and most cores, the most cores, how many series, that run's id."""
+class Scaling(NamedTuple):
+    """A machine's workload as its overview cell says it."""
+
+    ratio: float  # the geometric mean of its series' scaling ratios, each in the newest run that measured it
+    cores: int  # the most cores among them
+    series: int  # how many series
+    run_id: int  # the newest of those runs
+
+
+def _cells(h: History) -> dict[str, Scaling]:
+    """Per workload, its scaling in the newest runs that measured each series' one core and most cores."""
     per_series: dict[tuple[str, str, str], dict[int, tuple[int, float]]] = {}
     for s in h.series:
         measured = s.measured()
@@ -86,18 +102,18 @@ def _cells(h: History) -> dict[str, tuple[float, int, int, int]]:
         ratio = scaling_ratio(at_newest)
         if ratio is not None and ratio[0] > 0:
             found.setdefault(workload, []).append((ratio[0], ratio[1], newest))
-    return {w: (math.exp(statistics.fmean(math.log(r) for r, _, _ in got)), max(c for _, c, _ in got), len(got),
-                h.runs[max(i for _, _, i in got)].id)
+    return {w: Scaling(math.exp(statistics.fmean(math.log(r) for r, _, _ in got)), max(c for _, c, _ in got),
+                       len(got), h.runs[max(i for _, _, i in got)].id)
             for w, got in found.items()}
 
 
 def build(lab: Lab) -> Overview:
-    histories = lab.alerts.machine_histories()
-    summaries = summaries_with_ids(lab)
+    found = triaged(lab)
+    histories, summaries = found.histories, found.summaries
     untriaged: dict[str, int] = {}
     for _, summary, triage in summaries:
         for alert in summary.alerts:
-            if alert_state(alert, triage) == UNTRIAGED:
+            if triage.alert_state(alert.key()) == UNTRIAGED:
                 untriaged[alert.hostname] = untriaged.get(alert.hostname, 0) + 1
     now = dt.datetime.now(dt.UTC)
     cells = {host: lab.kept("overview cells", h, _cells) for host, h in histories.items()}
@@ -108,10 +124,12 @@ def build(lab: Lab) -> Overview:
         changed = _newest_changes(h)
         row = []
         for w in workloads:
-            ratio, cores, n, run_id = cells[host].get(w, (None, None, 0, None))
-            change = changed.get(w)
+            ratio, cores, n, run_id = cells[host].get(w) or (None, None, 0, None)
+            change, began = changed.get(w, (None, []))
             said = (f"{n} series at up to {cores} cores, run #{run_id}" if ratio is not None
                     else f"{host} has not measured {w}")
+            if began:
+                said += "; it began a change: " + "; ".join(began)
             row.append(WorkloadCell(w, ratio, records.ratio_text(ratio), cores, n, run_id, change,
                                     ARROWS.get(change or "", ""), f"change-{change}" if change else "", said,
                                     "/graphs?" + urlencode({"machine": host, "workload": w}) if ratio else None))

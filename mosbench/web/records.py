@@ -7,6 +7,7 @@ import dataclasses
 import datetime as dt
 import enum
 import math
+from collections.abc import Container, Iterable
 from typing import Any
 
 from mosbench import units
@@ -33,6 +34,21 @@ class Record:
 
     def as_json(self) -> Any:
         return jsonable(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    """One choice a page's form offers: what it sends, what it shows, and whether it is the one shown now.
+    Records hand these to the templates (as properties: the JSON has the values already), so that a template
+    only prints what it is given."""
+
+    value: str
+    text: str
+    chosen: bool
+
+
+def options(values: Iterable[Any], chosen: Container[Any], text: Any = str) -> tuple[Option, ...]:
+    return tuple(Option(str(v), text(v), v in chosen) for v in values)
 
 
 def change_text(ratio: float | None) -> str:

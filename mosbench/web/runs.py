@@ -8,10 +8,12 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from werkzeug.datastructures import MultiDict
 from werkzeug.exceptions import BadRequest
 
 from mosbench import units
-from mosbench.analysis import explain, runs_compared
+from mosbench.analysis import history as hist
+from mosbench.analysis import runs_compared
 from mosbench.analysis.cells import build_series
 from mosbench.analysis.compare import Change
 from mosbench.report import whatchanged
@@ -59,11 +61,11 @@ class RunView(records.Record):
 
 
 def side(r: dict[str, Any]) -> RunSide:
-    env = r["environment"] or {}
-    return RunSide(r["id"], r["label"], r["status"], str(env.get("hostname") or r["hostname"] or "?"),
-                   str(env.get("topology_summary") or "?"), str(env.get("kernel_release") or env.get("kernel") or "?"),
-                   env.get("kernel_commit"), r["started_at"], records.when_text(r["started_at"]), r["finished_at"],
-                   r["command"])
+    """A stored run named as `history` names it: its machine, kernel release and commit (a bisect step's too)."""
+    run, machine = hist.RunInfo.of(r), hist.machine_of(r["environment"] or {})
+    return RunSide(r["id"], r["label"], r["status"], machine.hostname if machine.hostname != "?" else
+                   str(r["hostname"] or "?"), machine.topology, run.kernel, run.commit, r["started_at"],
+                   records.when_text(r["started_at"]), r["finished_at"], r["command"])
 
 
 def _previous(lab: Lab, run: RunSide) -> int | None:
@@ -120,12 +122,24 @@ class Difference(records.Record):
 
 @dataclass(frozen=True)
 class WhyRow(records.Record):
-    """A significant change's explanation from its profiles, or the commands that would profile it."""
+    """A significant change explained by its profiles, as `mosbench compare` prints it: its heading, the table
+    of what grew and shrank (functions, locks, system calls), and what the named functions account for."""
 
     heading: str
+    title: str  # its table's: the unit, which run is A and which B, the profiled trials
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
     lines: tuple[str, ...]
-    commands: tuple[str, ...]
     explanation: dict[str, Any]  # explain's JSON of it
+
+
+@dataclass(frozen=True)
+class Unexplained(records.Record):
+    """The significant changes a side of which was not profiled, and the fewest commands that would profile
+    them: compare's last lines."""
+
+    line: str
+    commands: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -137,11 +151,13 @@ class CompareView(records.Record):
     machines_class: str  # a warning where they differ
     differences: tuple[Difference, ...]
     changes: tuple[ChangeRow, ...]
+    significant: int  # how many of them
     explained: tuple[WhyRow, ...]
+    unexplained: Unexplained | None
     report: str
 
 
-def compare_asked(args) -> tuple[int, int]:
+def compare_asked(args: MultiDict[str, str]) -> tuple[int, int]:
     try:
         a, b = int(args.get("a", "")), int(args.get("b", ""))
     except ValueError:
@@ -161,12 +177,9 @@ def _row(c: Change) -> ChangeRow:
                      ("change-improvement" if (c.ratio or 0) > 1 else "change-regression") if c.significant else "")
 
 
-def _why(x: explain.Explained) -> WhyRow:
-    found = x.found
-    if isinstance(found, explain.Explanation):
-        return WhyRow(whatchanged.heading(x), tuple(whatchanged.lines(found)), (), found.as_json())
-    return WhyRow(whatchanged.heading(x), (f"not profiled in {', '.join(found.missing)}",), tuple(found.commands),
-                  found.as_json())
+def _why(block: whatchanged.Block) -> WhyRow:
+    return WhyRow(block.heading, block.table.title, tuple(c.title for c in block.table.columns),
+                  tuple(tuple(r.cells) for r in block.table.rows), block.lines, block.found.found.as_json())
 
 
 def machines_note(a: RunSide, b: RunSide) -> str:
@@ -182,8 +195,11 @@ def compare_view(lab: Lab, a_id: int, b_id: int) -> CompareView:
     found, _ = runs_compared.comparison(lab.db, runs)
     a, b = side(runs[0]), side(runs[1])
     same = a.hostname == b.hostname and a.topology == b.topology
+    why = runs_compared.explained(lab.db, runs, found)
+    left = whatchanged.unexplained(why)
     return CompareView(a, b, same, machines_note(a, b), "" if same else "warn",
                        tuple(Difference(k, tuple(map(str, v))) for k, v in found.differences),
-                       tuple(_row(c) for c in found.changes[0]),
-                       tuple(_why(x) for x in runs_compared.explained(lab.db, runs, found)),
+                       tuple(_row(c) for c in found.changes[0]), sum(bool(c.significant) for c in found.changes[0]),
+                       tuple(_why(block) for block in whatchanged.blocks(why)),
+                       Unexplained(left.line, left.commands) if left is not None else None,
                        f"/compare/report?a={a_id}&b={b_id}")

@@ -3,40 +3,48 @@ one summary with its triage, and a triage asked for (PATCH's body or the form) c
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from werkzeug.datastructures import MultiDict
 from werkzeug.exceptions import BadRequest
 
 from mosbench.analysis.alerts import Alert, Summary
-from mosbench.store.triage import LONGEST_LINK, LONGEST_NOTE, STATES, Triage
+from mosbench.analysis.history import History
+from mosbench.report import history as history_report
+from mosbench.store.triage import STATES, AlertKey, Triage, check_link, check_note, check_state
 from mosbench.web import records
 from mosbench.web.lab import Lab, NotFound
 from mosbench.workloads.base import test_name
 
 DIRECTIONS = ("regression", "improvement", "mixed")
-# A link is shown as one: only the web's own schemes (a javascript: link would run in the lab's pages).
-LINK = re.compile(r"https?://[^\s<>\"'\x00-\x1f\x7f]+", re.IGNORECASE)
-
-AlertKey = tuple[str, str, str, str]
 
 
-def alert_state(alert: Alert, triage: Triage) -> str:
-    """An alert's own state where one was set for it, else its summary's."""
-    own = triage.alerts.get(alert.key())
-    return own[0] if own else triage.state
+@dataclass(frozen=True)
+class Triaged:
+    """Every summary, newest first, with its id and its triage, and the machines' histories it was made from
+    (taken at one moment: a summary's runs are those of these histories)."""
+
+    summaries: list[tuple[int, Summary, Triage]]
+    histories: dict[str, History]  # hostname -> its History
+    told: dict[int, tuple[str, ...]]  # id() of each of their shifts -> history's telling of it (shift_lines)
 
 
-def summaries_with_ids(lab: Lab) -> list[tuple[int, Summary, Triage]]:
-    """Every summary, newest first, with its id and its triage."""
-    summaries = lab.alerts.summaries()
-    ids = lab.triage.ids(summaries)
-    book = lab.triage.all()
-    return [(ids[s.key], s, book.get(ids[s.key]) or lab.triage.of(ids[s.key])) for s in summaries]
+def _told(h: History) -> dict[int, tuple[str, ...]]:
+    return {id(shift): tuple(history_report.shift_lines(h, shift)) for shift in h.shifts}
+
+
+def triaged(lab: Lab) -> Triaged:
+    kept = lab.alerts.kept()
+    ids = lab.triage.ids(kept.summaries)
+    book = lab.triage.all()  # read after ids(), which stores every id it gives
+    histories = kept.histories()
+    told = {k: lines for h in histories.values() for k, lines in lab.kept("told", h, _told).items()}
+    return Triaged([(ids[s.key], s, book[ids[s.key]]) for s in kept.summaries], histories, told)
 
 
 def graph_url(workload: str, test: str, variant: str, cores: int, machines: tuple[str, ...]) -> str:
@@ -76,9 +84,15 @@ class AlertRow(records.Record):
     commits: tuple[str | None, ...]
     changes: tuple[CoreChange, ...]
     differed: tuple[str, ...]  # the facts of the machine that differ between the two runs, as history lists them
+    # `mosbench history --host H`'s telling of the change: its size and adjusted p, what its kind means, each
+    # core count's own test, the per-core ratio at the most cores to one core, what moved with it, what differed.
+    told: tuple[str, ...]
     explanation: tuple[str, ...]  # history's lines of it: the profiles' explanation, or the `mosbench ab` command
     state: str  # its own where set, else its summary's
     note: str  # its own
+    set_by: str | None  # who set its own state, and when (None where it has none: its summary's holds)
+    set_at: dt.datetime | None
+    set_text: str  # both, as the page says them
     key: str  # what the form sends to triage this alert alone
     graph: str  # its series on every machine that ran both sides
     compare: str  # its two sides compared
@@ -109,9 +123,14 @@ class SummaryView(records.Record):
     alerts: tuple[AlertRow, ...]
     states: tuple[str, ...]  # what triage may set
 
+    @property
+    def state_options(self) -> tuple[records.Option, ...]:
+        """The triage form's states, its own chosen."""
+        return records.options(self.states, {self.state})
 
-def _alert(alert: Alert, triage: Triage, machines: tuple[str, ...]) -> AlertRow:
-    own = triage.alerts.get(alert.key())
+
+def _alert(alert: Alert, triage: Triage, machines: tuple[str, ...], told: tuple[str, ...]) -> AlertRow:
+    own = triage.alert_details.get(alert.key())
     return AlertRow(
         alert.hostname, alert.workload, alert.test, test_name(alert.workload, alert.test), alert.variant,
         alert.cores, alert.ratio, records.change_text(alert.ratio), alert.low, alert.high,
@@ -120,22 +139,27 @@ def _alert(alert: Alert, triage: Triage, machines: tuple[str, ...]) -> AlertRow:
         tuple(CoreChange(c, r, lo, hi, f"{c} core{'s' if c != 1 else ''} {records.change_text(r)} "
                                        f"{records.interval_text(lo, hi)}")
               for c, r, lo, hi in alert.changes),
-        tuple(f"{fact}: {' → '.join(map(str, values))}" for fact, values in alert.environment),
-        tuple(alert.explanation), own[0] if own else triage.state, own[1] if own else "",
+        tuple(f"{fact}: {' → '.join(map(str, values))}" for fact, values in alert.environment), told,
+        tuple(alert.explanation), triage.alert_state(alert.key()), own.note if own else "",
+        own.set_by if own else None, own.set_at if own else None,
+        f"by {own.set_by}, {records.when_text(own.set_at)}" if own else "",
         json.dumps(list(alert.key())),
         graph_url(alert.workload, alert.test, alert.variant, alert.cores, machines),
         f"/compare?a={alert.before_run}&b={alert.after_run}")
 
 
-def view(summary_id: int, summary: Summary, triage: Triage, now: dt.datetime) -> SummaryView:
+def view(summary_id: int, summary: Summary, triage: Triage, told: dict[int, tuple[str, ...]],
+         now: dt.datetime) -> SummaryView:
+    """A summary as its page shows it; told: Triaged.told."""
     machines = tuple(dict.fromkeys((*summary.machines(), *summary.unmoved)))
     return SummaryView(
         summary_id, f"/alerts/{summary_id}", summary.key, summary.before, summary.after, summary.by,
         summary.direction(), triage.state,
-        triage.note, triage.link, triage.link if LINK.fullmatch(triage.link or "") else None, triage.set_by,
+        triage.note, triage.link, triage.link or None, triage.set_by,
         triage.set_at, records.when_text(triage.set_at), summary.first_seen,
         records.age_text(summary.first_seen, now), tuple(summary.machines()), tuple(summary.unmoved),
-        summary.bisect_command, summary.bisect_host, tuple(_alert(a, triage, machines) for a in summary.alerts),
+        summary.bisect_command, summary.bisect_host,
+        tuple(_alert(a, triage, machines, told.get(id(a.shift), ())) for a in summary.alerts),
         STATES)
 
 
@@ -162,13 +186,34 @@ class AlertsView(records.Record):
     directions: tuple[str, ...]
     summaries: tuple[SummaryView, ...]
 
+    @property
+    def filtered(self) -> bool:
+        return any(getattr(self.filters, f.name) is not None for f in dataclasses.fields(self.filters))
+
+    # The filters' choices, each with the one asked for chosen ("any" is the empty value).
+    @property
+    def machine_options(self) -> tuple[records.Option, ...]:
+        return records.options(self.machines, {self.filters.machine})
+
+    @property
+    def workload_options(self) -> tuple[records.Option, ...]:
+        return records.options(self.workloads, {self.filters.workload})
+
+    @property
+    def state_options(self) -> tuple[records.Option, ...]:
+        return records.options(self.states, {self.filters.state})
+
+    @property
+    def direction_options(self) -> tuple[records.Option, ...]:
+        return records.options(self.directions, {self.filters.direction})
+
     def as_json(self) -> Any:
         """The list of summaries: /api/alerts is a JSON list (every summary, whatever its state or age, unless
         filtered)."""
         return [s.as_json() for s in self.summaries]
 
 
-def filters(args: dict[str, str]) -> Filters:
+def filters(args: MultiDict[str, str]) -> Filters:
     """The query's filters, their shape checked (what they name is checked against the store in `alerts`)."""
     state, direction = args.get("state") or None, args.get("direction") or None
     if state is not None and state not in STATES:
@@ -187,14 +232,16 @@ def alerts(lab: Lab, chosen: Filters) -> AlertsView:
     if chosen.workload is not None and chosen.workload not in workloads:
         raise NotFound(f"no workload {chosen.workload!r} in the store")
     now = dt.datetime.now(dt.UTC)
-    shown = [view(i, s, t, now) for i, s, t in summaries_with_ids(lab)]
+    found = triaged(lab)
+    shown = [view(i, s, t, found.told, now) for i, s, t in found.summaries]
     return AlertsView(chosen, machines, workloads, STATES, DIRECTIONS, tuple(v for v in shown if chosen.keeps(v)))
 
 
 def one(lab: Lab, summary_id: int) -> SummaryView:
-    for i, s, t in summaries_with_ids(lab):
+    found = triaged(lab)
+    for i, s, t in found.summaries:
         if i == summary_id:
-            return view(i, s, t, dt.datetime.now(dt.UTC))
+            return view(i, s, t, found.told, dt.datetime.now(dt.UTC))
     raise NotFound(f"no alert summary {summary_id}")
 
 
@@ -209,29 +256,31 @@ class TriageAsked(records.Record):
     alert: AlertKey | None
 
 
-def _text(body: dict[str, Any], name: str, longest: int) -> str | None:
+def _text(body: dict[str, Any], name: str) -> str | None:
     value = body.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, str):
+    if value is not None and not isinstance(value, str):
         raise BadRequest(f"{name!r} must be a string")
-    if len(value) > longest:
-        raise BadRequest(f"{name!r} is longer than {longest} characters")
     return value
 
 
 def asked(body: Any) -> TriageAsked:
+    """The triage a body asks for, its shape checked here and its values by the store's own rules (a state
+    of STATES, a note and link of sane size, the link http(s)), so that a bad one is refused before anything
+    is read."""
     if not isinstance(body, dict):
         raise BadRequest('the body must be a JSON object: {"state": …, "note": …, "link": …}')
     if unknown := sorted(set(body) - {"state", "note", "link", "alert"}):
         raise BadRequest(f"unknown field{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}: "
                          "give state, note, link and (to triage one alert) alert")
     state = body.get("state")
-    if not isinstance(state, str) or state not in STATES:
-        raise BadRequest(f"no triage state {state!r}: one of {', '.join(STATES)}")
-    note, link = _text(body, "note", LONGEST_NOTE), _text(body, "link", LONGEST_LINK)
-    if link and not LINK.fullmatch(link):
-        raise BadRequest("the link must be an http:// or https:// address")
+    if not isinstance(state, str):
+        raise BadRequest(f"give a \"state\": one of {', '.join(STATES)}")
+    check_state(state)
+    note, link = _text(body, "note"), _text(body, "link")
+    if note is not None:
+        check_note(note)
+    if link is not None:
+        check_link(link)
     alert = body.get("alert")
     if alert is not None:
         fields = ("hostname", "workload", "test", "variant")

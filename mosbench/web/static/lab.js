@@ -70,6 +70,11 @@
       xaxis.type = "category";
       xaxis.categoryorder = "array";
       xaxis.categoryarray = view.categories;
+      // The categories are kernel releases or commits from the store, and plotly reads a tick's text as
+      // markup (<b>, <a href>): each tick is given its category's text escaped.
+      xaxis.tickmode = "array";
+      xaxis.tickvals = view.categories;
+      xaxis.ticktext = view.categories.map(esc);
     }
     const layout = {title: {text: esc(view.title)}, xaxis: xaxis, shapes: shapes, hovermode: "closest",
                     yaxis: {title: {text: esc(view.y_title)}, rangemode: "tozero"},
@@ -82,7 +87,7 @@
     view.lines.forEach((line, i) => {
       const color = palette[i % palette.length];
       const name = esc(line.name);
-      const run = {run_id: line.run_id, kernel: line.kernel, commit: null, label: line.label};
+      const run = {run_id: line.run_id, kernel: line.kernel, commit: line.commit, label: line.label};
       const x = [], y = [];
       line.trials.forEach((trials, j) => trials.forEach((value) => { x.push(line.cores[j]); y.push(value); }));
       traces.push({type: "scatter", mode: "markers", name: name + " trials", legendgroup: name, showlegend: false,
