@@ -8,7 +8,7 @@ QUICK   := $(addprefix micro/,$(QUICK_TESTS))
 # (`make bench-libscale` races every structure: 4.4-4.6's per-core tables and false sharing, samerange).
 QUICK_SCALE := $(addprefix scale/,counter lock tree ranges)
 
-.PHONY: bench test test-manycore check-manycore manycore-kit bisect-demo ab-rt deps native lint bench-overhead bench-libscale bench-commute bench-syscalls bench-profile bench-harness-scale bench-history bench-trials-auto clean
+.PHONY: bench test test-manycore check-manycore manycore-kit bisect-demo ab-rt deps native lint bench-overhead bench-libscale bench-commute bench-syscalls bench-profile bench-harness-scale bench-history bench-serve bench-trials-auto clean
 deps:
 	bash scripts/install-deps
 
@@ -72,6 +72,12 @@ bench-harness-scale: native
 
 bench-history: deps
 	$(PY) benchmarks/history_scale.py
+
+# `mosbench serve` over a lab of 20 machines × 500 runs × 200 points (built once, kept in ~/.cache/mosbench) against
+# a one-run store: each page's warm time and ratio, the cold server, the first request after a new run, peak memory
+# (SERVE_BENCH="--postgres" adds PostgreSQL; "--machines 4 --runs 100" is quicker).
+bench-serve: deps
+	$(PY) benchmarks/serve_scale.py $(SERVE_BENCH)
 
 lint: deps
 	.venv/bin/ruff check mosbench tests benchmarks
