@@ -65,6 +65,18 @@ def test_an_image_s_release_is_read_from_its_setup_header(tmp_path):
     assert kernels.image_release(tmp_path / "text") is None
 
 
+def test_an_image_bisect_kept_boots_by_the_config_beside_it(tmp_path):
+    """`mosbench bisect` keeps each commit's bzImage with its `config` beside it, and prints (as `mail` does)
+    the `mosbench ab --kernel …/bzImage` command that profiles a step: that command must boot it."""
+    kept = tmp_path / "images" / ("f4083f537e3c" + "0" * 28)
+    image = _image(kept / "bzImage", "6.1.192+")
+    with pytest.raises(UserError, match="nor a config with 9p"):
+        kernels.resolve(str(image), tmp_path / "boot", tmp_path / "modules")
+    (kept / "config").write_text("CONFIG_9P_FS=y\nCONFIG_NET_9P=y\nCONFIG_NET_9P_VIRTIO=y\n")
+    k = kernels.resolve(str(image), tmp_path / "boot", tmp_path / "modules")
+    assert (k.origin, k.release, k.config) == ("image", "6.1.192+", kept / "config")
+
+
 def test_an_installed_kernel_by_version(tmp_path):
     boot, mods = tmp_path / "boot", tmp_path / "modules"
     _image(boot / "vmlinuz-6.1.0-9-amd64", "6.1.0-9-amd64")

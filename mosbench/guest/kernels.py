@@ -142,7 +142,8 @@ def resolve(spec: str, boot: Path = Path("/boot"), modules: Path = Path("/lib/mo
         release = image_release(path)
         if release is None:
             raise UserError(f"--kernel {spec}: not a Linux kernel image (no version string in it)")
-        config = next((c for c in (path.parent / f"config-{release}", path.parent / ".config",
+        # "config" beside it: how `mosbench bisect` keeps each commit's image (the ab command it prints names it)
+        config = next((c for c in (path.parent / f"config-{release}", path.parent / ".config", path.parent / "config",
                                    boot / f"config-{release}") if c.is_file()), None)
         mods = [path.resolve().parent.parent / "lib/modules" / release, modules / release]
         if not any(_modules_have_9p(m) for m in mods) and not _config_has_9p(config):
