@@ -98,6 +98,14 @@ def test_environment_differences_put_the_kernel_first_and_leave_out_what_always_
     assert compare.environment_differences([ENV, dict(ENV)]) == []
 
 
+def test_two_boots_of_one_guest_kernel_do_not_differ_by_the_folder_each_boot_mounts():
+    line = "virtme_hostname=mosbench-guest virtme_initmount0=var/tmp/mosbench-runvm-{} virtme_rw_overlay0=/etc"
+    a, b = dict(ENV, kernel_cmdline=line.format("zt2b3v_3")), dict(ENV, kernel_cmdline=line.format("p_vw69m_"))
+    assert compare.environment_differences([a, b]) == []
+    c = dict(b, kernel_cmdline=line.format("p_vw69m_") + " mitigations=off")
+    assert [k for k, _ in compare.environment_differences([a, c])] == ["kernel_cmdline"]
+
+
 def test_labels_stay_apart():
     runs = [{"id": 3, "label": "quick"}, {"id": 4, "label": "quick"}, {"id": 5, "label": None}]
     assert compare.run_labels(runs) == ["quick #3", "quick #4", "#5"]

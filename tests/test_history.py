@@ -256,3 +256,16 @@ def test_run_records_the_kernel_commit_it_is_given(tmp_path):
     assert done.returncode == 0, done.stderr
     [run] = Store(str(store)).list_runs()
     assert hist.RunInfo.of(run).commit == "abc1234"
+
+
+def test_a_guest_run_is_named_by_the_commit_of_the_kernel_it_booted():
+    """vm and ab keep the booted kernel's facts under virtual_machine (a tree's HEAD, an image bisect kept):
+    history orders, and mail and serve name, such runs by that commit; --commit's and a bisection's come first."""
+    row = {"id": 13, "label": "A: 6.1.192+", "started_at": None,
+           "environment": {"kernel": "6.1.192+", "virtual_machine": {"kernel_commit": "10011d8f20ca" + "0" * 28}}}
+    assert hist.RunInfo.of(row).commit == "10011d8f20ca" + "0" * 28
+    row["environment"]["bisect"] = {"commit": "f4083f537e3c"}
+    assert hist.RunInfo.of(row).commit == "f4083f537e3c"
+    row["environment"]["kernel_commit"] = "abc1234"
+    assert hist.RunInfo.of(row).commit == "abc1234"
+    assert hist.RunInfo.of({**row, "environment": {"virtual_machine": {}}}).commit is None

@@ -75,6 +75,10 @@ def test_an_image_bisect_kept_boots_by_the_config_beside_it(tmp_path):
     (kept / "config").write_text("CONFIG_9P_FS=y\nCONFIG_NET_9P=y\nCONFIG_NET_9P_VIRTIO=y\n")
     k = kernels.resolve(str(image), tmp_path / "boot", tmp_path / "modules")
     assert (k.origin, k.release, k.config) == ("image", "6.1.192+", kept / "config")
+    assert k.commit == "f4083f537e3c" + "0" * 28  # the folder bisect named by it: ab's sides carry their commits
+    elsewhere = _image(tmp_path / "mine" / "bzImage", "6.1.192+")
+    (elsewhere.parent / ".config").write_text((kept / "config").read_text())
+    assert kernels.resolve(str(elsewhere), tmp_path / "boot", tmp_path / "modules").commit is None
 
 
 def test_an_installed_kernel_by_version(tmp_path):

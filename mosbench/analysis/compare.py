@@ -11,6 +11,7 @@ runs, a single difference of means says nothing.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -18,6 +19,7 @@ from typing import Any
 
 from mosbench.analysis.cells import Cell, PointKey, Series, by_point
 from mosbench.analysis.significance import ALPHA, Compared, Difference, welch
+from mosbench.machine.journal import GUEST_SHARE_PREFIX
 from mosbench.printable import printable
 
 # What a reader must see first when two runs differ, in this order; everything else after, sorted.
@@ -42,9 +44,20 @@ def flatten(env: dict[str, Any], prefix: str = "") -> dict[str, str]:
     return out
 
 
+# A mosbench guest's command line names the host folder it mounts, made anew for every boot
+# (mosbench-runvm-<random>): two boots of one kernel differ there and nowhere that matters.
+_PER_BOOT = re.compile(f"({re.escape(GUEST_SHARE_PREFIX)})\\w+")
+
+
+def _comparable(flat: dict[str, str]) -> dict[str, str]:
+    if "kernel_cmdline" in flat:
+        flat["kernel_cmdline"] = _PER_BOOT.sub(r"\1…", flat["kernel_cmdline"])
+    return flat
+
+
 def environment_differences(environments: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
     """(key, each run's value) for every fact that is not the same in all runs; absent reads "–"."""
-    flat = [flatten(e) for e in environments]
+    flat = [_comparable(flatten(e)) for e in environments]
     keys = set().union(*flat)
     differing = [k for k in keys if len({f.get(k, "–") for f in flat}) > 1]
 

@@ -119,8 +119,11 @@ class RunInfo:
     @classmethod
     def of(cls, row: dict[str, Any]) -> RunInfo:
         env = row["environment"] or {}
-        bisected = env.get("bisect")
-        commit = env.get("kernel_commit") or (bisected.get("commit") if isinstance(bisected, dict) else None)
+        bisected, guest = env.get("bisect"), env.get("virtual_machine")
+        # --commit's, else a bisection step's, else the guest kernel's (vm or ab booting a tree, or an image
+        # bisect kept: guest/kernels.py reads its commit)
+        commit = (env.get("kernel_commit") or (bisected.get("commit") if isinstance(bisected, dict) else None)
+                  or (guest.get("kernel_commit") if isinstance(guest, dict) else None))
         return cls(row["id"], row["label"], row["started_at"], env.get("kernel_release") or env.get("kernel") or "?",
                    commit, env)
 

@@ -37,7 +37,7 @@ from mosbench.guest.kernels import Kernel
 from mosbench.launch.processes import exit_status, fork_call
 from mosbench.machine import guardian
 from mosbench.machine.isolation import Isolator, detect_cgroups
-from mosbench.machine.journal import SCRATCH_PREFIX, Journal
+from mosbench.machine.journal import GUEST_SHARE_PREFIX, SCRATCH_PREFIX, Journal
 from mosbench.store.db import Store
 
 # An Intel model: the guest sees SMT siblings only through Intel's topology leaf, because AMD's needs
@@ -241,7 +241,7 @@ class Guest:
         before the share is removed; whatever happens, no QEMU, cgroup or scratch is left."""
         journal = Journal()
         watcher = guardian.start(journal.path)
-        share = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}vm-", dir="/var/tmp"))
+        share = Path(tempfile.mkdtemp(prefix=GUEST_SHARE_PREFIX, dir="/var/tmp"))
         journal.add_dir(share)
         os.chmod(share, 0o755)
         isolator = Isolator("cgroup", journal) if detect_cgroups() else Isolator("affinity", journal)

@@ -106,6 +106,15 @@ def _unpacked(package: Path) -> Path:
     return target
 
 
+def _bisect_kept_commit(image: Path) -> str | None:
+    """The commit of an image `mosbench bisect` kept (WORK/images/<commit>/bzImage, bisect.Builder.image_dir),
+    so that `ab` between two of them, the command bisect and mail print, records each side's commit."""
+    kept = image.parent
+    if image.name == "bzImage" and kept.parent.name == "images" and re.fullmatch(r"[0-9a-f]{40}", kept.name):
+        return kept.name
+    return None
+
+
 def resolve(spec: str, boot: Path = Path("/boot"), modules: Path = Path("/lib/modules")) -> Kernel:
     """The kernel `spec` names, checked bootable as a guest (9p for its root), or one UserError line."""
     path = Path(spec).expanduser()
@@ -149,7 +158,7 @@ def resolve(spec: str, boot: Path = Path("/boot"), modules: Path = Path("/lib/mo
         if not any(_modules_have_9p(m) for m in mods) and not _config_has_9p(config):
             raise UserError(f"--kernel {spec}: found neither its modules with 9p nor a config with 9p built in; "
                             "the guest's root needs 9p")
-        return Kernel(spec, path.resolve(), release, "image", config)
+        return Kernel(spec, path.resolve(), release, "image", config, _bisect_kept_commit(path.resolve()))
     raise UserError(f"--kernel {spec}: not an installed kernel (see /boot), a linux-image .deb, a kernel image "
                     "or a built kernel tree")
 

@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 
 SCRATCH_PREFIX = "mosbench-run"
+# The host folder a guest mounts, made anew for every boot; its name reaches the guest's kernel command line.
+GUEST_SHARE_PREFIX = f"{SCRATCH_PREFIX}vm-"
 NETNS_PREFIX = "mosbench-"
 # The only settings undo writes, relative to the root, whatever a journal lists: a NIC queue's steering.
 SETTINGS = (
