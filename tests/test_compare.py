@@ -99,7 +99,8 @@ def test_environment_differences_put_the_kernel_first_and_leave_out_what_always_
 
 
 def test_two_boots_of_one_guest_kernel_do_not_differ_by_the_folder_each_boot_mounts():
-    line = "virtme_hostname=mosbench-guest virtme_initmount0=var/tmp/mosbench-runvm-{} virtme_rw_overlay0=/etc"
+    line = ("virtme_hostname=mosbench-guest virtme_initmount0=var/tmp/mosbench-runvm-{0} virtme_rw_overlay0=/etc "
+            "virtme.exec=`{0}L3dvcmsvbWFpbi8udmVudi9iaW4vcHl0aG9u==`")
     a, b = dict(ENV, kernel_cmdline=line.format("zt2b3v_3")), dict(ENV, kernel_cmdline=line.format("p_vw69m_"))
     assert compare.environment_differences([a, b]) == []
     c = dict(b, kernel_cmdline=line.format("p_vw69m_") + " mitigations=off")

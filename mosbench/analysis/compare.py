@@ -44,14 +44,15 @@ def flatten(env: dict[str, Any], prefix: str = "") -> dict[str, str]:
     return out
 
 
-# A mosbench guest's command line names the host folder it mounts, made anew for every boot
-# (mosbench-runvm-<random>): two boots of one kernel differ there and nowhere that matters.
-_PER_BOOT = re.compile(f"({re.escape(GUEST_SHARE_PREFIX)})\\w+")
+# A mosbench guest's command line names what changes with every boot: the host folder it mounts
+# (mosbench-runvm-<random>) and virtme-ng's command for the guest (virtme.exec=, base64 of a command naming
+# that folder and the round's label). Two boots of one kernel differ there and nowhere that matters.
+_PER_BOOT = re.compile(f"(?<=\\b{re.escape(GUEST_SHARE_PREFIX)})\\w+|(?<=\\bvirtme\\.exec=)\\S+")
 
 
 def _comparable(flat: dict[str, str]) -> dict[str, str]:
     if "kernel_cmdline" in flat:
-        flat["kernel_cmdline"] = _PER_BOOT.sub(r"\1…", flat["kernel_cmdline"])
+        flat["kernel_cmdline"] = _PER_BOOT.sub("…", flat["kernel_cmdline"])
     return flat
 
 
