@@ -10,14 +10,16 @@ executemany (SQLite) or COPY (PostgreSQL), a machine at a time. The server works
 and this benchmark adds runs.
 
 Each store is served by `mosbench serve` in a process of its own, as a lab serves it. Then:
-- the cold server: how long until it prints its address, and its first request (the overview) until answered 200,
-  while the server computes every machine's history (`history` is over a second a machine at this size); a page
-  whose work outlasts the server's deadline is answered 503 meanwhile, and asked again, the 503s counted;
+- the cold server: how long until it prints its address, its first request (the overview) until answered 200 (it
+  does not wait for the alerts: machines not computed yet are said to be computing), and until the overview is
+  whole, while the server computes every machine's history (`history` is over a second a machine at this size);
+  a page whose work outlasts the server's deadline is answered 503 meanwhile, and asked again, the 503s counted;
 - the pages, first each once (the "first" column: until answered 200; a run's report is drawn then), then ROUNDS
   interleaved rounds (each page on the lab's store, then on the one-run store), medians and their ratio;
 - the first request after a new run is added to one machine (a different machine each round), and the one after;
 - the server's memory: VmHWM of its process (/proc/PID/status) at the end, and its resident size after each phase
-  (--reports N draws N runs' reports: the server keeps the newest drawn).
+  (--reports N draws N runs' reports: the server keeps the newest drawn, compressed on disk); a report is drawn
+  by a process of the server's own (and its pool of workers), whose resident size, all together, is sampled.
 Goals (the issue): overview and alerts within 1 s warm, a graph within 0.5 s, the first request after a new run
 within 5 s, the server's memory under 1 GB.
 
@@ -328,6 +330,28 @@ class Served:
             raise SystemExit(f"GET {path}: {status} {body[:300]!r}\n{self.log.read_text(errors='replace')[-3000:]}")
         return took, body
 
+    def drawing_mb(self) -> float:
+        """The resident size of the server's child processes and theirs (a report's drawing), together, in MB."""
+        children: dict[int, list[int]] = {}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                except (OSError, ValueError, IndexError):
+                    continue  # it ended meanwhile
+                children.setdefault(ppid, []).append(int(entry.name))
+        found, todo = [], list(children.get(self.proc.pid, []))
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            todo += children.get(pid, [])
+        total = 0.0
+        for pid in found:
+            with contextlib.suppress(OSError, StopIteration):
+                status = Path(f"/proc/{pid}/status").read_text().splitlines()
+                total += int(next(line for line in status if line.startswith("VmRSS:")).split()[1]) / 1024
+        return total
+
     def memory_mb(self) -> tuple[float, float]:
         """The server process' peak and present resident memory (VmHWM, VmRSS), in MB."""
         status = Path(f"/proc/{self.proc.pid}/status").read_text()
@@ -398,14 +422,41 @@ def until_ok(served: Served, path: str, conn: http.client.HTTPConnection | None 
 
 
 def cold_start(url: str, log: Path) -> tuple[Served, dict[str, Any]]:
-    """A server started on the store, and its first request (the overview) answered: how long each took."""
+    """A server started on the store, its first request (the overview) answered, and the overview asked until
+    whole (every machine's alerts computed): how long each took."""
     served = Served(url, log)
-    return served, {"ready_s": served.ready_s, **until_ok(served, "/")}
+    first = until_ok(served, "/")
+    start = time.monotonic()
+    partial = 0
+    while json.loads(served.ok("/api/overview")[1])["computing"]:
+        partial += 1
+        time.sleep(0.2)
+    return served, {"ready_s": served.ready_s, **first, "whole_s": first["until_200_s"] + time.monotonic() - start,
+                    "partial": partial}
+
+
+class DrawingMemory:
+    """The resident size of the server's drawing processes, sampled on a thread until stopped: its peak."""
+
+    def __init__(self, served: Served) -> None:
+        self.peak_mb = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, args=(served,))
+        self._thread.start()
+
+    def _sample(self, served: Served) -> None:
+        while not self._stop.wait(0.5):
+            self.peak_mb = max(self.peak_mb, served.drawing_mb())
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return self.peak_mb
 
 
 def pages_while_a_report_draws(lab: Served, run_id: int) -> dict[str, Any]:
     """The overview and a graph asked while another client's first request of a run's report is drawing it
-    (in the server's process, as its pages are built): each one's median and the report's wait."""
+    (in a process of the server's own): each one's median and the report's wait."""
     drawn: dict[str, Any] = {}
 
     def draw() -> None:
@@ -429,6 +480,7 @@ def measure(backend: str, lab_url: str, one_url: str, one_run_id: int, shape: Sh
     lab, cold = cold_start(lab_url, where / f"{backend}-lab.log")
     one = Served(one_url, where / f"{backend}-one.log")
     memory: list[tuple[str, float]] = []  # the server's resident MB after each phase
+    drawing_memory = DrawingMemory(lab)
     try:
         memory.append(("alerts computed", lab.memory_mb()[1]))
         one.ok("/")
@@ -458,10 +510,11 @@ def measure(backend: str, lab_url: str, one_url: str, one_run_id: int, shape: Sh
         peak_mb, rss_mb = lab.memory_mb()
         one_peak_mb, _ = one.memory_mb()
     finally:
+        drawing_peak_mb = drawing_memory.stop()
         lab.stop()
         one.stop()
     return {"backend": backend, "cold": cold, "first": first, "warm": warm, "after_new": after_new, "during": during,
-            "memory": memory,
+            "memory": memory, "drawing_peak_mb": drawing_peak_mb,
             "peak_mb": peak_mb, "rss_mb": rss_mb, "one_peak_mb": one_peak_mb, "rounds": rounds}
 
 
@@ -479,7 +532,8 @@ def report(r: dict[str, Any], shape: Shape) -> None:
     print(f"\n{r['backend']}: {shape.machines} machines × {shape.runs} runs × {shape.points} points "
           f"({shape.machines * shape.runs * shape.points:,} points) against a one-run store of {shape.points} points")
     print(f"cold server: address printed after {cold['ready_s']:.1f} s; the overview asked at once: "
-          f"{answered(cold)}")
+          f"{answered(cold)}; whole (every machine's alerts computed) after {cold['whole_s']:.1f} s "
+          f"({cold['partial']} answers saying some were computing)")
     print(f"{'page':12} {'lab s':>8} {'one-run s':>10} {'ratio':>8} {'first s':>8}  goal (warm)")
     notes = []
     for name, times in r["warm"].items():
@@ -512,6 +566,8 @@ def report(r: dict[str, Any], shape: Shape) -> None:
     print(f"server memory: peak {r['peak_mb']:.0f} MB (VmHWM), {r['rss_mb']:.0f} MB now (goal {MEMORY_GOAL_MB:g} MB: "
           f"{verdict(r['peak_mb'] <= MEMORY_GOAL_MB)}); the one-run store's server {r['one_peak_mb']:.0f} MB; "
           "resident after each phase: " + ", ".join(f"{phase} {mb:.0f} MB" for phase, mb in r["memory"]))
+    print(f"a report's drawing processes (the server's children, apart from its memory): peak "
+          f"{r['drawing_peak_mb']:.0f} MB resident together (sampled every 0.5 s)")
     for name, goal in GOALS.items():
         if name in r["warm"]:
             s = statistics.median(r["warm"][name]["lab"])

@@ -178,3 +178,23 @@ def test_requests_at_once_compute_each_machine_once(lab, counted):
     for t in threads:
         t.join()
     assert sorted(counted) == sorted(lab[1]) and len(got) == 4 and all(g == got[0] and len(g) == 3 for g in got)
+
+
+def test_history_reads_the_runs_without_counting_their_points(lab, monkeypatch):
+    """The index hands history the runs as list_runs gives them, less each run's count of points and failed
+    points (a count over the points table per run: a third of a lab's first request after a new run)."""
+    db = Store(str(lab[0]))
+    given: list[list[dict]] = []
+    build = hist.build
+
+    def spying(rows, *args):
+        given.append(rows)
+        return build(rows, *args)
+
+    monkeypatch.setattr(hist, "build", spying)
+    alerts.AlertIndex(db).summaries()
+    counted = db.list_runs()
+    assert all("points" in r and "failed" in r for r in counted)
+    assert len(given) == len(lab[1])
+    assert all(rows == [{k: v for k, v in r.items() if k not in ("points", "failed")} for r in counted]
+               for rows in given)

@@ -5,6 +5,7 @@ when the store does not answer, and the command's refusals."""
 
 from __future__ import annotations
 
+import gzip
 import html
 import json
 import os
@@ -13,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from urllib.request import urlopen
@@ -21,7 +23,8 @@ import pytest
 
 from mosbench.store.db import Store, runs
 from mosbench.testing.history_stores import LAB_COMMITS, Planted, fill, fill_lab
-from mosbench.web.app import create_app
+from mosbench.web import reports
+from mosbench.web.app import REPORT_POLICY, create_app
 from tests.conftest import ROOT
 
 SCRIPT = "<script>alert(1)</script>"
@@ -72,6 +75,17 @@ def writer(store_copy):
     app = create_app(str(store_copy), TOKENS)
     yield app.test_client()
     app.extensions["mosbench.lab"].close()
+
+
+def drawn(client, url: str, within_s: float = 120.0):
+    """A report's answer once drawn: asked again while the server says it is being drawn (503), as the page's
+    own reload does."""
+    deadline = time.monotonic() + within_s
+    while True:
+        r = client.get(url)
+        if r.status_code != 503 or time.monotonic() > deadline:
+            return r
+        time.sleep(0.3)
 
 
 def summary_of(client, *machines: str) -> dict:
@@ -223,6 +237,51 @@ def test_an_arrow_marks_where_the_newest_run_began_a_change(tmp_path):
     assert "began" not in cells["older"]["title"]
 
 
+def test_the_overview_does_not_wait_for_every_machines_alerts_at_start(lab_store, monkeypatch):
+    """While the server computes every machine's alerts for the first time, the overview answers at once:
+    every machine from its newest run (as the overview says it once computed), the cells of the machines
+    computed so far, the untriaged counts said to be computing, and the page reloading itself."""
+    app = create_app(str(lab_store[0]))
+    lab = app.extensions["mosbench.lab"]
+    reached, go = threading.Event(), threading.Event()
+    compute = lab.alerts._compute
+
+    def held_at_small2s(host, fresh, rows):
+        if host == "small2s":
+            reached.set()
+            go.wait(30)
+        return compute(host, fresh, rows)
+
+    monkeypatch.setattr(lab.alerts, "_compute", held_at_small2s)
+    client = app.test_client()
+    try:
+        lab.warm_in_background()
+        assert reached.wait(30)
+        started = time.monotonic()
+        during = client.get("/api/overview").get_json()
+        page = client.get("/").get_data(as_text=True)
+        assert time.monotonic() - started < 5
+        go.set()
+        while lab.warming:
+            time.sleep(0.05)
+        after = client.get("/api/overview").get_json()
+    finally:
+        go.set()
+        lab.close()
+    assert during["computing"] and during["untriaged"] is None and during["summaries"] is None
+    assert during["computed"] == 2  # big4s and arm: their runs came first
+    facts = ("hostname", "topology", "kernel", "runs", "last_run_id", "last_run_at")
+    assert [[m[k] for k in facts] for m in during["machines"]] == [[m[k] for k in facts] for m in after["machines"]]
+    rows = {m["hostname"]: m for m in during["machines"]}
+    assert {h for h, m in rows.items() if not m["computing"]} == {"big4s", "arm"}
+    assert {m["untriaged"] for m in rows.values()} == {None} and rows["ci"]["untriaged_text"] == "computing"
+    assert rows["big4s"]["workloads"][0]["ratio"] > 0 and rows["ci"]["workloads"][0]["ratio_text"] == "computing"
+    assert 'id="computing"' in page and '<meta http-equiv="refresh"' in page
+    assert not after["computing"] and after["computed"] == len(after["machines"])
+    assert after["untriaged"] == sum(m["untriaged"] for m in after["machines"]) > 0
+    assert {m["hostname"]: m["untriaged"] for m in after["machines"]}["big4s"] == 1
+
+
 def test_filters(reader):
     def ids(query: str) -> set[int]:
         r = reader.get(f"/api/alerts?{query}")
@@ -279,7 +338,7 @@ def test_store_text_is_escaped_in_html_and_in_embedded_json(reader, lab_store):
     data = json.loads(embedded)
     assert data["machines"][0]["hostname"] == EVIL_HOST and data["machines"][0]["runs"][0]["label"] == SCRIPT
     # The run's report, served: its text escaped as `mosbench report` escapes it.
-    report = reader.get(f"/runs/{ids[EVIL_HOST][-1]}/report")
+    report = drawn(reader, f"/runs/{ids[EVIL_HOST][-1]}/report")
     assert report.status_code == 200 and SCRIPT not in report.get_data(as_text=True)
 
 
@@ -288,11 +347,116 @@ def test_headers_allow_no_inline_script_and_no_framing(reader, lab_store):
     policy = r.headers["Content-Security-Policy"]
     assert "script-src 'self';" in policy and "frame-ancestors 'none'" in policy and "unsafe-eval" not in policy
     assert r.headers["X-Content-Type-Options"] == "nosniff" and r.headers["X-Frame-Options"] == "DENY"
-    report = reader.get(f"/runs/{lab_store[1][EVIL_HOST][-1]}/report")  # drawn once for the module's tests
+    report = drawn(reader, f"/runs/{lab_store[1][EVIL_HOST][-1]}/report")  # drawn once for the module's tests
     assert "script-src" not in report.headers["Content-Security-Policy"]  # default-src 'none': no script at all
     assert "frame-ancestors 'self'" in report.headers["Content-Security-Policy"]
     plotly = reader.get("/plotly/plotly.min.js")
     assert plotly.status_code == 200 and plotly.mimetype == "text/javascript" and b"plotly.js v" in plotly.data[:200]
+
+
+def test_a_report_is_drawn_in_a_process_of_its_own_said_meanwhile_and_kept_compressed(lab_store, monkeypatch):
+    """The served report is `mosbench report`'s page drawn by another process (this one's drawing code is made
+    to fail): asked before it is drawn, a 503 that says so, with Retry-After and a page that reloads itself
+    (no script: the report's policy, framed by the run's page); then the page, its figures SVG alone; kept
+    gzip-compressed in the server's private folder, which goes when the server stops."""
+    from mosbench.report import html as report_html
+
+    def not_here(*_args):
+        raise AssertionError("the report was drawn in the server's process")
+
+    monkeypatch.setattr(report_html, "page", not_here)
+    run_id = lab_store[1]["ci"][-1]
+    app = create_app(str(lab_store[0]))
+    lab = app.extensions["mosbench.lab"]
+    lab.report_wait_s = 0  # the first request is answered before any drawing could end
+    client = app.test_client()
+    try:
+        first = client.get(f"/runs/{run_id}/report")
+        said = first.get_data(as_text=True)
+        assert first.status_code == 503 and first.headers["Retry-After"] == str(reports.RELOAD_S), said[:300]
+        assert f'<meta http-equiv="refresh" content="{reports.RELOAD_S}">' in said
+        assert f"The report of run #{run_id} is being drawn" in said and "<script" not in said
+        assert first.headers["Content-Security-Policy"] == REPORT_POLICY
+        assert first.headers["X-Frame-Options"] == "SAMEORIGIN"
+        lab.report_wait_s = 60  # the next request waits for the drawing under way
+        r = drawn(client, f"/runs/{run_id}/report")
+        page = r.get_data(as_text=True)
+        assert r.status_code == 200 and "<svg" in page and "mosbench report" in page
+        assert ".png" not in page and "_files" not in page  # no copies: the page holds its figures
+        (kept,) = lab.reports.folder.iterdir()
+        assert kept.name.endswith(".html.gz") and gzip.decompress(kept.read_bytes()).decode() == page
+        assert client.get(f"/runs/{run_id}/report").get_data(as_text=True) == page  # kept: not drawn again
+        # To a browser (it takes gzip), as it is kept: the server never holds the page itself.
+        zipped = client.get(f"/runs/{run_id}/report", headers={"Accept-Encoding": "gzip, deflate, br"})
+        assert zipped.headers["Content-Encoding"] == "gzip" and "Accept-Encoding" in zipped.headers["Vary"]
+        assert zipped.data == kept.read_bytes()
+        assert client.get(f"/runs/{run_id}").status_code == 200
+    finally:
+        folder = lab.reports.folder
+        lab.close()
+    assert not folder.exists()
+
+
+class FakeDrawings:
+    """Reports' drawing process replaced: each drawing counted, held until let go, or failing."""
+
+    def __init__(self) -> None:
+        self.drawn: list[tuple[int, ...]] = []
+        self.go = threading.Event()
+        self.go.set()
+        self.failing = False
+
+    def __call__(self, runs: tuple[int, ...], out: Path) -> None:
+        self.go.wait(30)
+        if self.failing:
+            raise reports.DrawFailed(f"the report of #{runs[0]} could not be drawn: planted")
+        self.drawn.append(runs)
+        out.write_bytes(gzip.compress(f"report of {runs}".encode()))
+
+
+def test_reports_kept_are_capped_and_a_queue_too_long_or_a_failure_is_said(lab_store):
+    kept = reports.Reports(str(lab_store[0]), kept=2, queued=1)
+    fake = FakeDrawings()
+    kept._run_drawing = fake  # type: ignore[method-assign]
+    try:
+        for run in (1, 2, 3, 1):
+            assert kept.html(("state", run), (run,), wait_s=10).page() == f"report of {(run,)}".encode()
+        assert fake.drawn == [(1,), (2,), (3,), (1,)]  # 1 pushed out by 3, drawn again
+        assert len(list(kept.folder.iterdir())) == 2
+        assert kept.html(("state", 3), (3,)).page() == b"report of (3,)" and len(fake.drawn) == 4  # kept
+        fake.go.clear()
+        waiting = kept.html(("state", 4), (4,), wait_s=0)
+        assert isinstance(waiting, reports.Drawing) and waiting.ahead == 0 and "#4 is being drawn" in waiting.text
+        with pytest.raises(reports.Busy, match="1 reports are being drawn already"):
+            kept.html(("state", 5), (5,), wait_s=0)
+        fake.failing = True
+        fake.go.set()
+        with pytest.raises(reports.DrawFailed, match="#4 could not be drawn: planted"):
+            kept.html(("state", 4), (4,), wait_s=10)
+        fake.failing = False
+        assert kept.html(("state", 4), (4,), wait_s=10).page() == b"report of (4,)"  # a failure is not kept
+    finally:
+        kept.close()
+    assert not kept.folder.exists()
+
+
+def test_a_report_that_cannot_be_drawn_is_one_line(lab_store, tmp_path):
+    """The drawing process' own refusal (here a run the store does not hold) comes back as its one line; the
+    server's page for it is a 500 with that line and no traceback."""
+    kept = reports.Reports(str(lab_store[0]))
+    try:
+        with pytest.raises(reports.DrawFailed) as failed:
+            kept.html(("gone",), (99999,), wait_s=120)
+        assert str(failed.value).startswith("the report of #99999 could not be drawn: no run 99999")
+    finally:
+        kept.close()
+    app = create_app(str(lab_store[0]))
+    app.extensions["mosbench.lab"].reports._run_drawing = FakeDrawings()
+    app.extensions["mosbench.lab"].reports._run_drawing.failing = True
+    r = app.test_client().get(f"/runs/{lab_store[1]['ci'][0]}/report")
+    assert r.status_code == 500 and "could not be drawn: planted" in r.get_data(as_text=True)
+    assert "Traceback" not in r.get_data(as_text=True)
+    app.extensions["mosbench.lab"].close()
 
 
 def _state(client, summary_id: int) -> tuple[str, str]:
@@ -473,7 +637,8 @@ def test_the_command_refuses_in_one_line(lab_store, tmp_path):
         assert len(r.stderr.splitlines()) == 1 and said in r.stderr, r.stderr
     for args, said in ((["--bind", "0.0.0.0"], "--tokens FILE"), (["--bind", "lab.example"], "not an IP address"),
                        (["--tokens", str(tmp_path / "missing")], "cannot read the tokens file"),
-                       (["--store", str(tmp_path / "none.sqlite")], "no results store")):
+                       (["--store", str(tmp_path / "none.sqlite")], "no results store"),
+                       (["--store-timeout", "0.5"], "0.5 is below 1.0"), (["--store-timeout", "inf"], "not a finite")):
         r = subprocess.run([sys.executable, "-m", "mosbench", "serve", "--store", store, *args],
                            capture_output=True, text=True, cwd=ROOT, timeout=60)
         assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and said in r.stderr, (args, r.stderr)

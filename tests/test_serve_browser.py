@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 from urllib.error import HTTPError
 from urllib.parse import urlencode
@@ -73,13 +74,16 @@ def wait_drawn(driver):
 
 def submitted(driver, button: str) -> None:
     """Clicks a form's button and waits for the page it leads to (a click does not wait for the load)."""
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
     pressed = driver.find_element(By.ID, button)
     pressed.click()
-    WebDriverWait(driver, WAIT_S).until(ec.staleness_of(pressed))
+    # Asked while the old page is being replaced, chromedriver may answer "Node with given id does not belong
+    # to the document" rather than that the element is stale: asked again, it says stale.
+    WebDriverWait(driver, WAIT_S, ignored_exceptions=(WebDriverException,)).until(ec.staleness_of(pressed))
 
 
 def fetch(url: str, method: str = "GET", data: bytes | None = None, headers: dict | None = None) -> tuple[int, str]:
@@ -96,6 +100,15 @@ def api(url: str) -> dict:
     return json.loads(text)
 
 
+def drawn(url: str, within_s: float = 120.0) -> None:
+    """A report asked for until drawn: a page that frames it then loads it whole (while it is drawn, the
+    frame's 503 is one the browser's log counts, and the frame reloads itself)."""
+    deadline = time.monotonic() + within_s
+    while (status := fetch(url)[0]) == 503 and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert status == 200, url
+
+
 def summary_id(base: str, *machines: str) -> int:
     found = api(f"{base}/api/alerts")
     return next(s["id"] for s in found if sorted(s["machines"]) == sorted(machines))
@@ -104,6 +117,8 @@ def summary_id(base: str, *machines: str) -> int:
 def test_every_page_loads_without_a_javascript_error(lab, browser):
     base, ids = lab
     errors(browser)  # what came before
+    drawn(f"{base}/runs/{ids[EVIL_HOST][-1]}/report")
+    drawn(f"{base}/compare/report?a={ids['big4s'][0]}&b={ids['arm'][0]}")
     pages = ["/", "/alerts", f"/alerts/{summary_id(base, 'arm', 'big4s')}", "/graphs", "/graphs?order=kernel",
              "/graphs/cores", f"/runs/{ids[EVIL_HOST][-1]}", f"/compare?a={ids['big4s'][0]}&b={ids['arm'][0]}",
              "/signin", "/alerts?state=fixed", "/runs/99999"]

@@ -3,8 +3,8 @@ hosts through the store's own interface (Store.create_run, add_point, finish_run
 no measuring) while client threads read the pages and their JSON and triage with a bearer token. Afterwards
 every run is there, whole, the server counts each machine's runs, and no request failed. On PostgreSQL; on
 SQLite (one writer at a time: writers wait on its busy timeout, readers never do); and a PostgreSQL that stops
-answering (this test's own cluster, stopped with SIGSTOP by PID) costs a page a 503 within the server's
-deadline, not the server its threads, which answer again once it is back.
+answering (this module's own cluster, stopped with SIGSTOP by PID) costs a page a 503 within the deadline of
+`mosbench serve --store-timeout`, not the server its threads, which answer again once it is back.
 
 `pytest -s` prints the counts (runs written, pages served, failures) each test saw.
 """
@@ -20,10 +20,8 @@ import os
 import random
 import re
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -36,11 +34,9 @@ import sqlalchemy as sa
 from mosbench.store import db as store
 from mosbench.store.triage import STATES
 from mosbench.testing.history_stores import CORES, environment, fill_lab
-from mosbench.web import serving
-from mosbench.web.app import create_app
 from mosbench.workloads.postgres import cluster as pgcluster
 from tests.conftest import ROOT, needs_root
-from tests.pgcluster import Cluster
+from tests.pgcluster import Cluster, private
 
 WRITERS = 10
 RUNS_PER_WRITER = 4
@@ -53,8 +49,8 @@ READERS = 3
 TOKEN_NAME, TOKEN = "lab-bot", "concurrency-test-secret-0123456789"
 REQUEST_TIMEOUT_S = 60.0  # a request that takes longer has hung: a failure
 SERVER_START_S = 60.0
-# The deadline of the server stopped under a page (create_app's store_timeout_s), and how much later than it
-# the 503 may come (a busy 2-CPU machine's scheduling, the reply's own drawing).
+# The deadline of the server stopped under a page (`mosbench serve --store-timeout`), and how much later than
+# it the 503 may come (a busy 2-CPU machine's scheduling, the reply's own drawing).
 DEADLINE_S = 2.0
 DEADLINE_SLACK_S = 6.0
 
@@ -107,13 +103,14 @@ class Server:
 
 
 @contextlib.contextmanager
-def mosbench_serve(url: str, tokens: Path, where: Path) -> Iterator[Server]:
-    """`mosbench serve --store URL --port 0 --tokens FILE`, its address read from its first line; stopped as
-    systemd stops it (SIGTERM; then killed, by its PID, if it does not end)."""
+def mosbench_serve(url: str, tokens: Path, where: Path, *options: str) -> Iterator[Server]:
+    """`mosbench serve --store URL --port 0 --tokens FILE [options]`, its address read from its first line;
+    stopped as systemd stops it (SIGTERM; then killed, by its PID, if it does not end)."""
     log = where / "serve.log"
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "mosbench", "serve", "--store", url, "--port", "0",
-                                 "--tokens", str(tokens)], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True)
+                                 "--tokens", str(tokens), *options], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                                text=True)
     try:
         deadline = time.monotonic() + SERVER_START_S
         found = None
@@ -315,29 +312,16 @@ def test_sqlite_readers_never_fail_while_writers_wait(tmp_path):
     lab_under_writers(str(tmp_path / "lab.sqlite"), tmp_path, "sqlite")
 
 
-# PostgreSQL: a private cluster of this module's own
+# PostgreSQL: a private cluster of this module's own (tests/pgcluster.py)
 
 needs_postgres = pytest.mark.skipif(not (pgcluster.BIN / "initdb").exists(), reason="PostgreSQL 15 not installed")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    root = Path(tempfile.mkdtemp(prefix="mosbench-test-pg-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None))
-    os.chmod(root, 0o755)
-    c = Cluster(root / "cluster", _free_port())
-    try:
-        c.init()
-        c.start({"fsync": "off", "max_connections": "200"})
+    # Ten writers, the server's pool and the readers' pages at once: more connections than the default 100.
+    with private({"max_connections": "200"}) as c:
         yield c
-    finally:
-        c.remove()
-        subprocess.run(["rm", "-rf", str(root)], check=False)
 
 
 def _database(cluster: Cluster, name: str) -> str:
@@ -390,40 +374,43 @@ def stopped(cluster: Cluster) -> Iterator[list[int]]:
 @needs_root
 @needs_postgres
 def test_a_postgresql_that_stops_answering_costs_a_page_a_503_not_the_server(cluster, tmp_path):
-    """The server in this process (create_app under a short deadline: `mosbench serve` waits STORE_TIMEOUT_S),
-    over this test's cluster stopped with SIGSTOP: the pages, their JSON and a triage each answer 503 within
-    the deadline, at once; a page that needs no store is answered meanwhile; once the cluster continues, the
-    same server answers every page again."""
+    """`mosbench serve --store-timeout 2` over this module's cluster stopped with SIGSTOP: the pages, their
+    JSON and a triage each answer 503 within the deadline, at once; a page that needs no store is answered
+    meanwhile; once the cluster continues, the same server answers every page again."""
     url = _database(cluster, "t_stopped")
     fill_lab(store.Store(url))
-    app = create_app(url, {TOKEN_NAME: TOKEN}, store_timeout_s=DEADLINE_S)
-    lab = app.extensions["mosbench.lab"]
-    served = serving.start(app)
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{TOKEN_NAME}:{TOKEN}\n")
     asked = [("GET", "/"), ("GET", "/api/machines"), ("GET", "/alerts"), ("GET", "/api/alerts"),
              ("GET", "/graphs?machine=big4s"), ("GET", "/runs/1"),
              ("PATCH", "/api/alerts/1")]
     answers: dict[tuple[str, str], tuple[int | None, float, bytes]] = {}
 
-    def ask(method: str, path: str) -> None:
-        start = time.monotonic()
-        try:
-            status, body = Client(served.host, served.port).request(
-                method, path, {"state": "investigating"} if method == "PATCH" else None,
-                {"Authorization": f"Bearer {TOKEN}"} if method == "PATCH" else None)
-        except (OSError, http.client.HTTPException) as e:
-            status, body = None, repr(e).encode()
-        answers[method, path] = (status, time.monotonic() - start, body)
+    with mosbench_serve(url, tokens, tmp_path, "--store-timeout", str(DEADLINE_S)) as server:
+        def ask(method: str, path: str) -> None:
+            start = time.monotonic()
+            try:
+                status, body = Client(server.host, server.port).request(
+                    method, path, {"state": "investigating"} if method == "PATCH" else None,
+                    {"Authorization": f"Bearer {TOKEN}"} if method == "PATCH" else None)
+            except (OSError, http.client.HTTPException) as e:
+                status, body = None, repr(e).encode()
+            answers[method, path] = (status, time.monotonic() - start, body)
 
-    try:
-        client = Client(served.host, served.port)
-        assert client.json("/api/alerts")  # the alerts computed and kept while the store answered
+        # The alerts computed and kept while the store answers (asked again while the server's first
+        # computation outlasts its deadline).
+        deadline = time.monotonic() + SERVER_START_S
+        while (status := Client(server.host, server.port).request("GET", "/api/alerts")[0]) == 503 and \
+                time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert status == 200, server.said()
         with stopped(cluster) as frozen:
             assert len(frozen) >= 2  # the postmaster and its backends
             askers = [threading.Thread(target=ask, args=a) for a in asked]
             for t in askers:
                 t.start()
             start = time.monotonic()
-            status, _ = Client(served.host, served.port).request("GET", "/static/lab.css")
+            status, _ = Client(server.host, server.port).request("GET", "/static/lab.css")
             static_s = time.monotonic() - start
             for t in askers:
                 t.join(REQUEST_TIMEOUT_S)
@@ -441,7 +428,7 @@ def test_a_postgresql_that_stops_answering_costs_a_page_a_503_not_the_server(clu
         # Back: the same server answers again (its connections to the stopped backends live on).
         deadline = time.monotonic() + 30
         while True:
-            status, body = Client(served.host, served.port).request("GET", "/api/machines")
+            status, body = Client(server.host, server.port).request("GET", "/api/machines")
             if status == 200 or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
@@ -449,7 +436,7 @@ def test_a_postgresql_that_stops_answering_costs_a_page_a_503_not_the_server(clu
         for method, path in asked:
             ask(method, path)
             assert answers[method, path][0] == 200, (method, path, answers[method, path])
-        assert store.Store(url, create=False).list_runs()  # the store itself is whole
-    finally:
-        served.stop()
-        lab.close()
+        assert server.proc.poll() is None
+        server_log = server.said()
+    assert "Traceback" not in server_log, server_log[-3000:]
+    assert store.Store(url, create=False).list_runs()  # the store itself is whole

@@ -328,6 +328,7 @@ class AlertIndex:
     def __init__(self, db: Store) -> None:
         self.db = db
         self._lock = threading.Lock()
+        # Replaced, never changed in place: computed() hands it out without waiting for the lock.
         self._machines: dict[str, MachineAlerts] = {}
         self._summaries: list[Summary] = []
         self._summarised: dict[str, Freshness] | None = None  # the keys the summaries were made at
@@ -338,15 +339,17 @@ class AlertIndex:
         with self._lock:
             stale = [host for host, key in fresh.items()
                      if host not in self._machines or self._machines[host].fresh != key]
-            rows = self.db.list_runs() if stale else []
+            rows = self.db.list_runs(with_counts=False) if stale else []  # history reads no counts
             for host in stale:
                 computed = self._compute(host, fresh[host], rows)
+                machines = dict(self._machines)
                 if computed is None:
-                    self._machines.pop(host, None)
+                    machines.pop(host, None)
                 else:
-                    self._machines[host] = computed
-            for gone in set(self._machines) - set(fresh):
-                del self._machines[gone]
+                    machines[host] = computed
+                self._machines = machines
+            if set(self._machines) - set(fresh):
+                self._machines = {h: m for h, m in self._machines.items() if h in fresh}
             if self._summarised != fresh:
                 self._summaries = summaries_of(self._machines)
                 self._summarised = fresh
@@ -358,6 +361,11 @@ class AlertIndex:
         except UserError:
             return None  # its runs name another host in their environment than in the runs table
         return MachineAlerts.of(fresh, h, explain_history.explained(self.db, h) if h.shifts else [])
+
+    def computed(self) -> dict[str, MachineAlerts]:
+        """Each machine's alerts as far as they are computed now, without waiting for those being computed
+        (nor bringing any up to date): what a page can show while the index is computed for the first time."""
+        return dict(self._machines)
 
     def summaries(self) -> list[Summary]:
         """Every summary, newest first."""

@@ -10,8 +10,12 @@ from pathlib import Path
 
 import click
 
-from mosbench.commands.options import store_option
+from mosbench.commands.options import FiniteFloat, store_option
 from mosbench.errors import UserError
+from mosbench.web.deadline import STORE_TIMEOUT_S
+
+# A deadline shorter than this would refuse pages that a store answers in its ordinary time.
+SHORTEST_STORE_TIMEOUT_S = 1.0
 
 
 @click.command()
@@ -27,7 +31,11 @@ from mosbench.errors import UserError
 @click.option("--read-only", is_flag=True, help="Take no triage, whatever --tokens says.")
 @click.option("--tree", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="The kernel git tree (only read) the runs' commits come from: the graphs' commit order.")
-def serve(store_url, port, address, tokens_file, read_only, tree) -> None:
+@click.option("--store-timeout", "store_timeout_s", type=FiniteFloat(SHORTEST_STORE_TIMEOUT_S),
+              default=STORE_TIMEOUT_S, show_default=True,
+              help="A page whose store does not answer within this many seconds is answered 503 (Retry-After), "
+                   "the server going on with the others.")
+def serve(store_url, port, address, tokens_file, read_only, tree, store_timeout_s) -> None:
     """The lab in a browser: every machine's runs against every workload, the alert summaries history's
     changes make and their triage, graphs of any series across machines, each run's report and two runs
     compared; each page's JSON under /api/ (docs/SERVE.md). Bound to 127.0.0.1 unless --bind says otherwise."""
@@ -40,17 +48,17 @@ def serve(store_url, port, address, tokens_file, read_only, tree) -> None:
     names = tokens.read(tokens_file) if tokens_file is not None else None
     from mosbench.web.app import create_app
 
-    app = create_app(store_url, names, read_only, tree)
+    app = create_app(store_url, names, read_only, tree, store_timeout_s)
     lab = app.extensions["mosbench.lab"]
     logging.basicConfig(level=logging.WARNING, format="mosbench serve: %(message)s")
     stopping = threading.Event()
     # systemd's stop (SIGTERM) is a stop asked for: exit 0. Ctrl-C is an interrupt, as for every command: 130.
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     served = serving.start(app, address, port)
+    lab.warm_in_background()  # before the address is printed: no client knows it yet (--port 0)
     print(served.url, flush=True)
     writes = "read-only" if read_only or not names else f"triage by {len(names)} name{'s' if len(names) > 1 else ''}"
     print(f"serving {lab.db.shown_url} ({writes}) until Ctrl-C", flush=True)
-    threading.Thread(target=lab.warm, name="mosbench-warm", daemon=True).start()
     try:
         while not stopping.wait(0.5):
             pass

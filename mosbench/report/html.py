@@ -1,4 +1,5 @@
-"""The HTML report: one self-contained file (figures embedded as SVG) with PNG and SVG copies beside it.
+"""The HTML report: one self-contained file (figures embedded as SVG) with PNG and SVG copies beside it, or
+the page alone (page(): what `mosbench serve` shows).
 
 One run, or several compared on the same figures (say, two kernels): each run's variants then carry
 the run's label, so "procs (6.1)" and "procs (6.8)" are drawn side by side.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,25 +73,26 @@ class _SectionJob:
     params: dict[str, dict[str, Any]]
     up_to: int
     no_profile: str  # verdict.profile_advice for the runs' machine
+    png: bool  # PNG copies of the figures beside the page (plots.save)
 
     def section(self, name: str) -> dict[str, Any]:
         """One test's section: its figures, fits, profiles and verdicts (each test's apart from the others')."""
         group, files = self.groups[name], self.files
         stem = file_stem(name)
         title = f"{name} ({group[0].unit})"
-        svg = plots.save(plots.test_figure(group, title), files, stem)
+        svg = plots.save(plots.test_figure(group, title), files, stem, self.png)
         samples_fig = plots.samples_figure(group)
-        samples_svg = plots.save(samples_fig, files, f"{stem}_samples") if samples_fig else None
+        samples_svg = plots.save(samples_fig, files, f"{stem}_samples", self.png) if samples_fig else None
         section = {"name": name, "anchor": stem, "figure": Markup(svg),
                    "samples": Markup(samples_svg) if samples_svg else None}
         fits = models.series_fits(group, self.params.get(group[0].workload, {}))
         section["scaling_table"] = rows.scaling_table(group, fits, self.up_to)
         if fig := plots.scaling_figure(group, fits, self.up_to):
-            section["scaling"] = Markup(plots.save(fig, files, f"{stem}_scaling"))
+            section["scaling"] = Markup(plots.save(fig, files, f"{stem}_scaling", self.png))
         section["profiles"] = _profiles(group, self.profiles, files, stem)
         section["verdicts"] = rows.verdict_table(verdict.judge_all(group, self.profiles, self.no_profile))
         section["own_figures"] = [
-            {"heading": f.heading, "note": f.note, "svg": Markup(plots.save(fig, files, f"{stem}_{f.name}"))}
+            {"heading": f.heading, "note": f.note, "svg": Markup(plots.save(fig, files, f"{stem}_{f.name}", self.png))}
             for f in analysis.figures_for(group[0]) if (fig := plots.metric_figure(group, f))]
         return section
 
@@ -118,10 +121,11 @@ def _in_parallel(job: _SectionJob) -> list[dict[str, Any]]:
         _job = None
 
 
-def _figures(view: sections.View, built: list[sections.Section], files: Path) -> dict[str, dict[str, Any]]:
+def _figures(view: sections.View, built: list[sections.Section], files: Path, png: bool) -> dict[str, dict[str, Any]]:
     """By anchor, the figures of every section but the tests': what the page shows and a terminal cannot."""
     fig = plots.summary_figure(view.curves)
-    out: dict[str, dict[str, Any]] = {"summary": {"figure": Markup(plots.save(fig, files, "summary")) if fig else None}}
+    out: dict[str, dict[str, Any]] = {
+        "summary": {"figure": Markup(plots.save(fig, files, "summary", png)) if fig else None}}
     kernels = {r.label: r.kernel for r in view.runs}
     for s in built:
         if isinstance(s, sections.Commute):
@@ -129,14 +133,14 @@ def _figures(view: sections.View, built: list[sections.Section], files: Path) ->
             for r in s.runs:
                 matrix = commute_report.heat_map(r.found, kernels[r.label])
                 where = files / file_stem(r.label) if len(view.runs) > 1 else files
-                drawn.append(Markup(plots.save(matrix, where, "commute_matrix")) if matrix else None)
+                drawn.append(Markup(plots.save(matrix, where, "commute_matrix", png)) if matrix else None)
             out[s.anchor] = {"figures": drawn}
         elif isinstance(s, sections.FileSystems):
             drawn = [(filesystems.heat_map(list(s.curves)), "fxmark_figure2"),
                      (filesystems.grid_figure(list(s.curves)), "fxmark_operations")]
-            out[s.anchor] = {"figures": [Markup(plots.save(fig, files, stem)) for fig, stem in drawn if fig]}
+            out[s.anchor] = {"figures": [Markup(plots.save(fig, files, stem, png)) for fig, stem in drawn if fig]}
         elif isinstance(s, sections.HistorySection):
-            out[s.anchor] = {"figures": [Markup(plots.save(fig, files, stem)) for stem, fig in
+            out[s.anchor] = {"figures": [Markup(plots.save(fig, files, stem, png)) for stem, fig in
                                          history_report.figures(s.found)],
                              "left_out": history_report.undrawn(s.found)}
         elif isinstance(s, sections.WhatChanged):
@@ -144,7 +148,7 @@ def _figures(view: sections.View, built: list[sections.Section], files: Path) ->
         elif isinstance(s, sections.WebMethod):
             out[s.anchor] = {"figures": [
                 Markup(plots.save(webmethod.baseline_figure(b.name, b.steps, b.verdict, b.series.unit), files,
-                                  f"{file_stem(b.series.name)}_{file_stem(b.series.variant)}_baseline"))
+                                  f"{file_stem(b.series.name)}_{file_stem(b.series.variant)}_baseline", png))
                 for b in s.baselines]}
     return out
 
@@ -159,17 +163,23 @@ def _anchors(explained: tuple[explain.Explained, ...]) -> dict[str, dict[analysi
     return out
 
 
-def write(db: store.Store, run_refs: list[str], output: Path | Output, parallel: bool = True) -> Path:
+def write(db: store.Store, run_refs: list[str], output: Path | Output) -> Path:
     """The report of the runs at `output` (a path, or outfile.target's checked one), its figures' PNG and SVG
     in `<stem>_files/` beside it, the page and its figures written whole or not at all (outfile.py); a device
-    or pipe (/dev/stdout) has the page alone, which holds every figure. parallel=False draws them in this
-    process (a server's threads must not fork)."""
+    or pipe (/dev/stdout) has the page alone, which holds every figure."""
     out = output if isinstance(output, Output) else outfile.target(output, "the report")
     files_name = f"{out.path.stem}_files"
     with out.writing():
         files = out.folder(files_name) or out.scratch()
-        out.write_text(_page(db, run_refs, files, None if out.in_place else files_name, parallel))
+        out.write_text(_page(db, run_refs, files, None if out.in_place else files_name, png=True))
     return out.path
+
+
+def page(db: store.Store, run_refs: list[str]) -> str:
+    """The report's page alone, as `write` draws it (on every CPU: the caller is a process of its own, never a
+    server's threads, which must not fork), its figures embedded as SVG only: no PNG drawn, no copy kept."""
+    with tempfile.TemporaryDirectory(prefix="mosbench-report-") as scratch:
+        return _page(db, run_refs, Path(scratch), None, png=False)
 
 
 # What a page and an SVG mean as they are: their lines and a log's tabs. Every other control character (the
@@ -186,8 +196,9 @@ def _escape_svgs(files: Path) -> None:
             svg.write_text(safe)
 
 
-def _page(db: store.Store, run_refs: list[str], files: Path, files_name: str | None, parallel: bool) -> str:
-    """The page, its figures drawn into `files` (which it names `files_name`; None: none are kept)."""
+def _page(db: store.Store, run_refs: list[str], files: Path, files_name: str | None, png: bool) -> str:
+    """The page, its figures drawn into `files` (which it names `files_name`; None: none are kept; png: their PNG
+    copies too)."""
     runs = [db.run(ref) for ref in run_refs]
     several = len(runs) > 1
     series: list[analysis.Series] = []
@@ -226,10 +237,9 @@ def _page(db: store.Store, run_refs: list[str], files: Path, files_name: str | N
         history_explained)
     built = sections.build(view)
     tests = [s for s in built if isinstance(s, sections.Test)]
-    job = _SectionJob({t.name: t.group for t in tests}, found_profiles, files, params, up_to, no_profile)
-    drawn = _in_parallel(job) if parallel else [job.section(t.name) for t in tests]
-    figures = dict(zip((t.anchor for t in tests), drawn, strict=True))
-    figures.update(_figures(view, built, files))
+    job = _SectionJob({t.name: t.group for t in tests}, found_profiles, files, params, up_to, no_profile, png)
+    figures = dict(zip((t.anchor for t in tests), _in_parallel(job), strict=True))
+    figures.update(_figures(view, built, files, png))
 
     # The template is report.html.j2: escaping by extension would leave failure reasons and logs raw.
     env = Environment(loader=PackageLoader("mosbench.report"), autoescape=select_autoescape(("html", "j2")))

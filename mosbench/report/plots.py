@@ -326,16 +326,18 @@ def metric_figure(series: list[Series], figure: MetricFigure) -> Figure | None:
     return fig
 
 
-def save(fig: Figure, directory: Path, stem: str) -> str:
-    """Writes stem.png and stem.svg; returns the SVG text for embedding in the HTML report."""
+def save(fig: Figure, directory: Path, stem: str, png: bool = True) -> str:
+    """Writes stem.png (where png: a page served embeds the SVG alone) and stem.svg; returns the SVG text for
+    embedding in the HTML report."""
     # Labels come from the store (a run's label, a test's name): a control character in one is drawn as its
     # escape (\x1b), never carried raw into the SVG, which XML forbids, and which a terminal showing it obeys.
     for text in fig.findobj(matplotlib.text.Text):
         if (safe := printable(label := text.get_text(), keep="\n")) != label:
             text.set_text(safe)
     directory.mkdir(parents=True, exist_ok=True)
-    fig.savefig(directory / f"{stem}.png", dpi=130)
-    fig.set_layout_engine("none")  # laid out once for the PNG; the SVG keeps that layout (16% of a figure's time)
+    if png:
+        fig.savefig(directory / f"{stem}.png", dpi=130)
+        fig.set_layout_engine("none")  # laid out once for the PNG; the SVG keeps that layout (16% of a figure's time)
     buf = io.StringIO()
     fig.savefig(buf, format="svg")
     svg = buf.getvalue()

@@ -437,13 +437,17 @@ class Store:
             raise UserError(f"no run {ref} in {self.shown_url}")
         return _row(row)
 
-    def list_runs(self) -> list[dict[str, Any]]:
-        count = sa.select(sa.func.count()).where(points.c.run_id == runs.c.id).scalar_subquery()
-        failed = (sa.select(sa.func.count())
-                  .where(points.c.run_id == runs.c.id, points.c.status == "failed").scalar_subquery())
+    def list_runs(self, with_counts: bool = True) -> list[dict[str, Any]]:
+        """Every run, by id; with_counts: each one's points and failed points too (a count over the points
+        table per run, which history does not need)."""
+        columns: list[Any] = [runs]
+        if with_counts:
+            count = sa.select(sa.func.count()).where(points.c.run_id == runs.c.id).scalar_subquery()
+            failed = (sa.select(sa.func.count())
+                      .where(points.c.run_id == runs.c.id, points.c.status == "failed").scalar_subquery())
+            columns += [count.label("points"), failed.label("failed")]
         with self._reaching(), self.engine.connect() as conn:
-            rows = conn.execute(sa.select(runs, count.label("points"), failed.label("failed"))
-                                .order_by(runs.c.id)).mappings().all()
+            rows = conn.execute(sa.select(*columns).order_by(runs.c.id)).mappings().all()
         return [_row(r) for r in rows]
 
     def import_run(self, source: Store, run_id: int, **environment: Any) -> int:

@@ -23,6 +23,7 @@ from mosbench.errors import UserError
 from mosbench.web import auth, graphs, overview, runs, summaries
 from mosbench.web.auth import Access
 from mosbench.web.lab import STORE_TIMEOUT_S, Lab, NotFound, Unavailable
+from mosbench.web.reports import DrawFailed, Drawing, Drawn
 from mosbench.web.tokens import Tokens
 
 log = logging.getLogger("mosbench.web")
@@ -89,7 +90,20 @@ def create_app(store_url: str, tokens: dict[str, str] | None = None, read_only: 
     def answer(build: Callable[..., Any], *args: Any) -> Any:
         return lab.answer(build, *args)
 
-    drawing = "the report is still being drawn (it is kept once drawn): reload it in a minute"
+    def report_page(drawn: Drawn | Drawing) -> Response:
+        """A report (compressed as kept, to a client that takes gzip), or while it is drawn a 503 whose page
+        says so and reloads itself (a meta refresh: the report's policy allows no script), as a script's
+        client reads Retry-After."""
+        if isinstance(drawn, Drawn):
+            gzipped = bool(request.accept_encodings["gzip"])
+            response = Response(drawn.gzipped if gzipped else drawn.page(), mimetype="text/html")
+            if gzipped:
+                response.headers["Content-Encoding"] = "gzip"
+            response.vary.add("Accept-Encoding")
+            return response
+        response = Response(render_template("drawing.html.j2", view=drawn), 503, mimetype="text/html")
+        response.headers["Retry-After"] = str(drawn.reload_s)
+        return response
 
     @app.before_request
     def writer_first() -> None:
@@ -144,6 +158,10 @@ def create_app(store_url: str, tokens: dict[str, str] | None = None, read_only: 
     @app.errorhandler(UserError)
     def bad(e: UserError) -> Response:
         return error(400, str(e))
+
+    @app.errorhandler(DrawFailed)
+    def not_drawn(e: DrawFailed) -> Response:
+        return error(500, str(e))
 
     @app.errorhandler(Exception)
     def failed(e: Exception) -> Response:
@@ -227,9 +245,8 @@ def create_app(store_url: str, tokens: dict[str, str] | None = None, read_only: 
 
     @app.get("/runs/<int:run_id>/report")
     def run_report(run_id: int):
-        html = lab.answer(runs.report, (run_id,), slow=drawing)
-        g.framed = True
-        return Response(html, mimetype="text/html")
+        g.framed = True  # framed by the run's page, whatever the answer: the report, being drawn, an error
+        return report_page(answer(runs.report, (run_id,)))
 
     @app.get("/compare")
     def compare():
@@ -241,9 +258,8 @@ def create_app(store_url: str, tokens: dict[str, str] | None = None, read_only: 
 
     @app.get("/compare/report")
     def compare_report():
-        html = lab.answer(runs.report, runs.compare_asked(request.args), slow=drawing)
         g.framed = True
-        return Response(html, mimetype="text/html")
+        return report_page(answer(runs.report, runs.compare_asked(request.args)))
 
     # Signing in
 

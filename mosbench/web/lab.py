@@ -1,14 +1,14 @@
 """What the pages read, kept for the server's life: the store, the alert summaries computed from it (kept
 and recomputed per machine only when its newest run changes: analysis/alerts), the triage book, and each
-run's HTML report once drawn. Every page's record is built here under a deadline, so a store that stops
-answering costs a page a 503 after STORE_TIMEOUT_S, never the server its threads."""
+run's HTML report once drawn (reports.py: in a process of its own). Every page's record is built here under a
+deadline, so a store that stops answering costs a page a 503 after STORE_TIMEOUT_S, never the server its
+threads."""
 
 from __future__ import annotations
 
 import collections
 import concurrent.futures
 import logging
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -20,18 +20,15 @@ from mosbench.analysis.alerts import AlertIndex
 from mosbench.errors import UserError
 from mosbench.store import db as store
 from mosbench.store.triage import TriageBook
+from mosbench.web.deadline import STORE_TIMEOUT_S
+from mosbench.web.reports import REPORT_WAIT_S, Busy, Drawing, Drawn, Reports
 
 log = logging.getLogger("mosbench.web")
 
-# A page whose record is not built by then is answered 503: long enough for a machine's alerts to be
-# recomputed after its new run (seconds), short enough that a client waiting on a dead database hears so.
-STORE_TIMEOUT_S = 20.0
 # A PostgreSQL that does not accept a connection in this long is taken as down (libpq's connect_timeout).
 CONNECT_TIMEOUT_S = 5
 # Records built at once, each on a thread of its own; a request past them waits, under the same deadline.
 BUILDERS = 16
-# Reports kept drawn (each a few MB of SVG): the runs a lab looks at this morning.
-REPORTS_KEPT = 8
 # Figures kept of machines' histories (a few per machine): the overview's cells, the graphs' series.
 FIGURES_KEPT = 512
 
@@ -58,34 +55,7 @@ def bounded_url(url: str) -> str:
         hide_password=False)
 
 
-class Reports:
-    """Each run's (or pair's) HTML report as `mosbench report` writes it, drawn once per state of its runs.
-    matplotlib's pyplot is one state per process: reports are drawn one at a time."""
-
-    def __init__(self, kept: int = REPORTS_KEPT) -> None:
-        self._drawn: collections.OrderedDict[tuple, str] = collections.OrderedDict()
-        self._kept = kept
-        self._lock = threading.Lock()
-
-    def html(self, db: store.Store, runs: list[dict[str, Any]]) -> str:
-        from mosbench.report import html as report_html  # matplotlib: only when a report is asked for
-
-        key = tuple((r["id"], r["status"], r["finished_at"], _points(db, r["id"])) for r in runs)
-        with self._lock:
-            if key in self._drawn:
-                self._drawn.move_to_end(key)
-                return self._drawn[key]
-            with tempfile.TemporaryDirectory(prefix="mosbench-serve-") as where:
-                output = report_html.write(db, [str(r["id"]) for r in runs], Path(where) / "report.html",
-                                           parallel=False)
-                drawn = output.read_text()
-            self._drawn[key] = drawn
-            while len(self._drawn) > self._kept:
-                self._drawn.popitem(last=False)
-            return drawn
-
-
-def _points(db: store.Store, run_id: int) -> int:
+def points_of(db: store.Store, run_id: int) -> int:
     """How many points a run holds (a running run's report grows with them)."""
     with db.engine.connect() as conn:
         return int(conn.execute(sa.select(sa.func.count()).where(store.points.c.run_id == run_id)).scalar_one())
@@ -98,9 +68,12 @@ class Lab:
         self.db = store.Store(bounded_url(store_url), create=False)
         self.alerts = AlertIndex(self.db)
         self.triage = TriageBook(self.db)
-        self.reports = Reports()
+        self.reports = Reports(bounded_url(store_url))
         self.tree = tree
         self.timeout_s = timeout_s
+        # A report drawn within this is the answer; one that takes longer is said to be drawn, well before the
+        # deadline passes.
+        self.report_wait_s = min(REPORT_WAIT_S, timeout_s / 2)
         self.warming = False
         self._builders = concurrent.futures.ThreadPoolExecutor(BUILDERS, thread_name_prefix="mosbench-page")
         self._kept: collections.OrderedDict[tuple[str, int], tuple[Any, Any]] = collections.OrderedDict()
@@ -122,17 +95,14 @@ class Lab:
                 self._kept.popitem(last=False)
         return value
 
-    def answer(self, build: Callable[..., T], *args: Any, slow: str | None = None) -> T:
+    def answer(self, build: Callable[..., T], *args: Any) -> T:
         """build(self, *args) on a builder thread, within the deadline; Unavailable when the store does not
-        answer, in time or at all. slow: what to say when the deadline passes on work that is long by nature
-        (it goes on, and keeps what it makes)."""
+        answer, in time or at all."""
         future = self._builders.submit(build, self, *args)
         try:
             return future.result(timeout=self.timeout_s)
         except concurrent.futures.TimeoutError:
             log.warning("%s: no answer within %g s", getattr(build, "__name__", build), self.timeout_s)
-            if slow is not None:
-                raise Unavailable(slow) from None
             if self.warming:
                 raise Unavailable("the lab's alerts are being computed for the first time (every machine's "
                                   "history): try again in a minute") from None
@@ -153,6 +123,22 @@ class Lab:
         except UserError:
             raise NotFound(f"no run {run_id} in the store") from None
 
+    def report(self, run_ids: tuple[int, ...]) -> Drawn | Drawing:
+        """The report of these runs as they are now (each one's status, end and points), drawn and kept once per
+        such state; Drawing while it is drawn past report_wait_s."""
+        found = [self.run(i) for i in run_ids]
+        state = tuple((r["id"], r["status"], r["finished_at"], points_of(self.db, r["id"])) for r in found)
+        try:
+            return self.reports.html(state, run_ids, self.report_wait_s)
+        except Busy as e:
+            raise Unavailable(str(e)) from None
+
+    def warm_in_background(self) -> None:
+        """warm() on a thread of its own, `warming` set before any request can come: the overview answers
+        meanwhile with what is computed so far (overview.py)."""
+        self.warming = True
+        threading.Thread(target=self.warm, name="mosbench-warm", daemon=True).start()
+
     def warm(self) -> None:
         """Computes every machine's alerts once, so that the first visitor does not wait for them all."""
         self.warming = True
@@ -165,4 +151,5 @@ class Lab:
 
     def close(self) -> None:
         self._builders.shutdown(wait=False, cancel_futures=True)
+        self.reports.close()
         self.db.engine.dispose()

@@ -19,6 +19,7 @@ from mosbench.analysis.compare import Change
 from mosbench.report import whatchanged
 from mosbench.web import records
 from mosbench.web.lab import Lab
+from mosbench.web.reports import Drawing, Drawn
 
 
 @dataclass(frozen=True)
@@ -89,8 +90,8 @@ def run_view(lab: Lab, run_id: int) -> RunView:
                    f"/runs/{run_id}/report")
 
 
-def report(lab: Lab, run_ids: tuple[int, ...]) -> str:
-    return lab.reports.html(lab.db, [lab.run(i) for i in run_ids])
+def report(lab: Lab, run_ids: tuple[int, ...]) -> Drawn | Drawing:
+    return lab.report(run_ids)
 
 
 @dataclass(frozen=True)
