@@ -188,16 +188,21 @@ def cached_sqlite(shape: Shape) -> Path:
     return path
 
 
-def one_run_store(url: str, shape: Shape) -> int:
-    """The one-run store: lab00's first night alone; its run's id."""
-    db = Store(url)
-    _, run, rows = next(machine_nights(Shape(1, 1, shape.tests), 0))
+def _store_night(db: Store, run: dict, rows: list[dict]) -> int:
+    """One night written as a run is (its points in one statement: they arrive together), the store closed."""
     run_id = db.create_run(run["plan"], run["environment"], run["command"], run["label"])
     with db.engine.begin() as conn:
         conn.execute(points.insert(), [{"run_id": run_id, **p} for p in rows])
     db.finish_run(run_id, "complete")
     db.engine.dispose()
     return run_id
+
+
+def one_run_store(url: str, shape: Shape) -> int:
+    """The one-run store: lab00's first night alone; its run's id."""
+    db = Store(url)
+    _, run, rows = next(machine_nights(Shape(1, 1, shape.tests), 0))
+    return _store_night(db, run, rows)
 
 
 RUN_COLUMNS = ("id", "label", "status", "started_at", "finished_at", "hostname", "command", "plan", "environment")
@@ -370,15 +375,10 @@ class Served:
 
 
 def add_night(url: str, shape: Shape, m: int, i: int) -> int:
-    """Machine m's next night, i, written as a run is (its points in one statement: they arrive together)."""
+    """Machine m's next night, i, as the lab's machine would store it."""
     db = Store(url, create=False)
     run, rows = night(shape, m, i, random.Random(1000 + i))
-    run_id = db.create_run(run["plan"], run["environment"], run["command"], run["label"])
-    with db.engine.begin() as conn:
-        conn.execute(points.insert(), [{"run_id": run_id, **p} for p in rows])
-    db.finish_run(run_id, "complete")
-    db.engine.dispose()
-    return run_id
+    return _store_night(db, run, rows)
 
 
 # What is measured

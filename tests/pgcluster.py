@@ -15,6 +15,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import sqlalchemy as sa
+
 from mosbench.errors import UserError
 from mosbench.workloads.postgres.cluster import BIN, ENV, USER, initdb_argv, server_options
 
@@ -58,6 +60,15 @@ class Cluster:
 
     def url(self, database: str = USER) -> str:
         return f"postgresql+psycopg://{USER}@{self.host}:{self.port}/{database}"
+
+    def fresh_database(self, name: str) -> str:
+        """A database of this name made anew (dropped first where it is there): its URL."""
+        admin = sa.create_engine(self.url(), isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}"'))
+            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        admin.dispose()
+        return self.url(name)
 
     def remove(self) -> None:
         self.stop("immediate")

@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 
 from mosbench.store import db as store
 from mosbench.store.triage import STATES
@@ -324,19 +323,10 @@ def cluster() -> Iterator[Cluster]:
         yield c
 
 
-def _database(cluster: Cluster, name: str) -> str:
-    admin = sa.create_engine(cluster.url(), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}"'))
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    return cluster.url(name)
-
-
 @needs_root
 @needs_postgres
 def test_postgresql_many_writers_while_it_serves(cluster, tmp_path):
-    lab_under_writers(_database(cluster, "t_writers"), tmp_path, "postgresql")
+    lab_under_writers(cluster.fresh_database("t_writers"), tmp_path, "postgresql")
 
 
 def _cluster_pids(cluster: Cluster) -> list[int]:
@@ -377,7 +367,7 @@ def test_a_postgresql_that_stops_answering_costs_a_page_a_503_not_the_server(clu
     """`mosbench serve --store-timeout 2` over this module's cluster stopped with SIGSTOP: the pages, their
     JSON and a triage each answer 503 within the deadline, at once; a page that needs no store is answered
     meanwhile; once the cluster continues, the same server answers every page again."""
-    url = _database(cluster, "t_stopped")
+    url = cluster.fresh_database("t_stopped")
     fill_lab(store.Store(url))
     tokens = tmp_path / "tokens"
     tokens.write_text(f"{TOKEN_NAME}:{TOKEN}\n")

@@ -36,13 +36,7 @@ def cluster():
 @pytest.fixture
 def database(cluster, request):
     """A fresh database of the cluster per test: its URL."""
-    name = "t_" + request.node.name.lower().replace("[", "_").replace("]", "")[:50]
-    admin = sa.create_engine(cluster.url(), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}"'))
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    return cluster.url(name)
+    return cluster.fresh_database("t_" + request.node.name.lower().replace("[", "_").replace("]", "")[:50])
 
 
 def test_schema_and_migrations_from_v1(database):
