@@ -3,6 +3,7 @@ made and gone per point whatever ends the run (a normal end, Ctrl-C, a SIGKILL a
 guardian and the next command), the user's device refused until it is free and given up, a file system
 without its mkfs refused before anything is made."""
 
+import contextlib
 import json
 import os
 import re
@@ -17,7 +18,15 @@ import pytest
 
 from mosbench.errors import PointFailed, UserError
 from mosbench.machine import filesystem, journal
-from mosbench.workloads.fxmark import BY_NAME, MIN_WORKED, OPERATIONS, Fxmark, over_time_worked
+from mosbench.workloads.fxmark import (
+    BY_NAME,
+    MIN_WORKED,
+    OPERATIONS,
+    Fxmark,
+    blocked_in,
+    over_time_worked,
+    stalled_s,
+)
 from tests.conftest import ROOT, mosbench, needs_native, needs_root, refused, sigint_default
 
 built = pytest.mark.skipif(not os.access(ROOT / "native/build/mosbench-fxmark", os.X_OK),
@@ -34,6 +43,10 @@ def system(test):
 # in about a second; tmpfs's inodes (one per two pages of memory) would take MWUL seconds, so a bound.
 QUICK = ["--cores", "1", "--warmup", "0", "--duration", "0.3", "--interval", "0",
          "-p", "files=300000", "-p", "size_gib=2"]
+
+
+# The layout FxMark's program gets here: randomised unless the machine randomises nothing.
+RANDOMISED = "fixed" if Path("/proc/sys/kernel/randomize_va_space").read_text().strip() == "0" else "randomised"
 
 
 def leftovers(scratch: str) -> list[str]:
@@ -72,6 +85,7 @@ def test_every_operation_runs_on_tmpfs_and_ext4_and_leaves_nothing(every_operati
         assert status == "ok" and work > 0, (test, fs, reason)
         m = json.loads(metrics)
         assert m["fs"] == fs and m["mount_options"].startswith("rw")
+        assert m["address_layout"] == RANDOMISED  # as FxMark's program runs (docs/FXMARK.md)
         assert (m["mkfs"] == "") == (fs == "tmpfs")
         if fs == "ext4":
             assert "noinit_itable" in m["mount_options"] and m["fs_medium"] == "loop device over a file on tmpfs"
@@ -102,6 +116,77 @@ def test_a_task_that_stopped_is_rated_over_the_time_it_worked():
     assert after.work == 150 and after.stopped_share == 0
     early = over_time_worked(1000, 2000, [10, 0], [10, 100], [900, 0])  # out before the window opened
     assert early.work is None and "stopped 0% into the window" in early.too_little
+
+
+def test_a_stall_is_the_longest_a_working_task_s_count_stood_still():
+    s = 1_000_000_000
+    assert stalled_s([9 * s, 7 * s], [0, 0], 10 * s) == 3.0
+    assert stalled_s([9 * s, 7 * s], [0, 8 * s], 10 * s) == 1.0  # a task that stopped is not stalled
+    assert stalled_s([], [], 10 * s) == 0.0
+    assert blocked_in([os.getpid()]) == ""  # running, not in an uninterruptible sleep
+
+
+def _leaf_tasks(pid: int) -> list[int]:
+    """The driver's tasks below pid: the mosbench-fxmark processes with no child."""
+    parent_of = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent_of[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError):
+            continue
+    below, frontier = set(), {pid}
+    while frontier:
+        frontier = {p for p, parent in parent_of.items() if parent in frontier}
+        below |= frontier
+    parents = set(parent_of[p] for p in below if p in parent_of)
+    return [p for p in below if p not in parents and _comm(p) == "mosbench-fxmark"]
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@system
+def test_a_task_held_across_the_window_s_end_is_said_to_have_stalled(tmp_path):
+    """A task in one call past the window's end (here held by SIGSTOP; in DWAL on a small ext4, ext4's
+    writeback): the point keeps the window's rate and says how long the count stood still."""
+    db = tmp_path / "s.sqlite"
+    proc = subprocess.Popen([sys.executable, "-m", "mosbench", "run", "fxmark/MRPL", "--variant", "tmpfs",
+                             "--cores", "1", "--trials", "1", "--warmup", "0", "--duration", "3",
+                             "--interval", "0.25", "--store", str(db)], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    held = []
+    try:
+        deadline = time.monotonic() + 60
+        while not held and time.monotonic() < deadline and proc.poll() is None:
+            working = [t for t in _leaf_tasks(proc.pid) if _cpu_s(t) >= 0.3]  # past the gate, counting
+            if working:
+                os.kill(working[0], signal.SIGSTOP)
+                held = working[:1]
+            time.sleep(0.05)
+        assert held, "no task was seen at work"
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        for t in held:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(t, signal.SIGCONT)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, stderr
+    status, metrics = sqlite3.connect(db).execute("select status, metrics from points").fetchone()
+    m = json.loads(metrics)
+    assert status == "ok" and 1.5 <= m["stalled_s"] <= 3.1 and m["stalled_in"] == "", m  # stopped, not in D
+    show = mosbench("show", "latest", "--store", str(db))
+    assert "stalled at the end" in show.stdout, show.stdout
 
 
 @system

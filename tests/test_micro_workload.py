@@ -4,8 +4,10 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from mosbench import native
-from mosbench.workloads.micro import filesystem_type
+from mosbench.workloads.micro import ADDR_NO_RANDOMIZE, address_layout, filesystem_type
 from tests.conftest import needs_native
 
 MOUNTINFO = """\
@@ -26,16 +28,39 @@ def test_filesystem_type_is_the_longest_mount_holding_the_path():
     assert filesystem_type(Path("/"), "") == "unknown"
 
 
+def _descendants(pid: int) -> list[int]:
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    found, frontier = [], [pid]
+    while frontier:
+        children = [p for p, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
+
+
 @needs_native
-def test_the_driver_runs_without_address_randomisation(tmp_path):
-    """As will-it-scale's runtest (setarch -R): brk, mmap and fault costs otherwise move between starts."""
-    proc = subprocess.Popen([str(native.binary("mosbench-micro")), "--test", "getppid1", "--cpus", "0",
-                             "--warmup", "0", "--duration", "3", "--workdir", str(tmp_path)],
-                            stdout=subprocess.DEVNULL)
+@pytest.mark.parametrize("aslr", [False, True], ids=["will-it-scale's fixed layout", "--aslr"])
+def test_the_driver_runs_without_address_randomisation_unless_asked(tmp_path, aslr):
+    """As will-it-scale's runtest (setarch -R): brk, mmap and fault costs otherwise move between starts;
+    with --aslr (fxmark: FxMark's program runs randomised) the host and its tasks keep it."""
+    proc = subprocess.Popen([str(native.binary("mosbench-micro")), "--test", "getppid1", "--cpus", "0,1",
+                             "--warmup", "0", "--duration", "3", "--workdir", str(tmp_path),
+                             *(["--aslr"] if aslr else [])], stdout=subprocess.DEVNULL)
     try:
         time.sleep(0.5)
-        persona = int(Path(f"/proc/{proc.pid}/personality").read_text(), 16)
-        assert persona & 0x0040000  # ADDR_NO_RANDOMIZE
+        everyone = [proc.pid, *_descendants(proc.pid)]
+        assert len(everyone) >= 4  # the supervisor, its host and a task per CPU
+        for pid in everyone:
+            persona = int(Path(f"/proc/{pid}/personality").read_text(), 16)
+            assert bool(persona & ADDR_NO_RANDOMIZE) != aslr, pid
+        system_randomises = Path("/proc/sys/kernel/randomize_va_space").read_text().strip() != "0"
+        assert address_layout(proc.pid) == ("randomised" if aslr and system_randomises else "fixed")
         assert Path(f"/proc/{proc.pid}/comm").read_text().strip() == "mosbench-micro"  # re-executed by name
     finally:
         proc.terminate()  # the driver cleans up its scratch directory on SIGTERM

@@ -64,6 +64,8 @@ def test_run_show_report_export(tmp_path):
     assert len(rows) == 2 * 2 * 2 * len({1, ncores})
     assert all(s == "ok" and tp > 0 and u + sy > 0 for s, tp, u, sy, *_ in rows)
     assert all(len(json.loads(samples)) >= 1 for *_, samples, _ in rows)
+    layouts = {json.loads(m)["address_layout"] for (m,) in sqlite3.connect(db).execute("select metrics from points")}
+    assert layouts == {"fixed"}  # will-it-scale's setarch -R
     env = json.loads(sqlite3.connect(db).execute("select environment from runs").fetchone()[0])
     assert env["kernel"] and env["topology"]["cpus"] and "thp" in env and env["mosbench_version"]
 

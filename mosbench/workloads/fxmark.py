@@ -34,7 +34,9 @@ from mosbench.workloads.base import (
     MetricColumn,
     Param,
     PointContext,
+    PointNote,
     RunContext,
+    Sample,
     TestInfo,
     Variant,
     Workload,
@@ -48,6 +50,11 @@ SHARING = {"L": "low", "M": "medium", "H": "high"}
 STOPPED_WORD = 1
 # Below this share of the window spent working, a task's rate is too little time to stand on.
 MIN_WORKED = 0.1
+# A task still working whose count has not moved for this long when the window closes is in one call
+# that outlasts the window's end: ext4 writing its dirty data back, the appender waiting, when delayed
+# allocation reaches half the free space (DWAL on a 4 GiB ext4: 6 s; docs/FXMARK.md). The window counts
+# the stall up to its end; FxMark's program waits for the call and counts all of it.
+STALL_S = 0.5
 # A point's file system takes at most this share of the machine's memory (tmpfs, or the loop device's
 # image on tmpfs, which holds no more than /dev/shm's size): the operations that fill it stop at ENOSPC,
 # as FxMark's, before the machine (or /dev/shm) runs out.
@@ -122,7 +129,12 @@ class FxmarkInstance(MicroInstance):
         self._stopped_at: list[int] = []
         self._worked: float | None = None  # the window's work over the time worked, once stopped
         self._too_little: str | None = None
-        super().__init__(ctx, binary, ctx.test, "procs", mounted.path, params, metrics)
+        self._last_counts: list[float] | None = None
+        self._moved_at: list[int] = []  # each task's last sample (monotonic ns) that found its count moved
+        self._stall: dict[str, Any] = {}
+        # Randomised, as FxMark's program runs: the driver's fixed layout is one draw of them, a slow one
+        # here (MRPM 0.92 of FxMark's, as FxMark's own under setarch -R: docs/FXMARK.md).
+        super().__init__(ctx, binary, ctx.test, "procs", mounted.path, params, metrics, aslr=True)
         if self._step <= STOPPED_WORD:
             self.stop()
             raise PointFailed(f"{binary.name}'s counter slots hold {self._step} words, fewer than 2: rebuild native/")
@@ -133,16 +145,31 @@ class FxmarkInstance(MicroInstance):
             self._ends.append((time.monotonic_ns(), self.sample().per_task or []))
             self._stopped_at = [int(self._counters[i * self._step + STOPPED_WORD]) for i in range(self._ntasks)]
 
+    def sample(self) -> Sample:
+        s = super().sample()
+        now = time.monotonic_ns()
+        if s.per_task is not None:
+            if self._last_counts is None:
+                self._moved_at = [now] * len(s.per_task)
+            else:
+                self._moved_at = [now if a != b else at
+                                  for a, b, at in zip(s.per_task, self._last_counts, self._moved_at, strict=True)]
+            self._last_counts = s.per_task
+        return s
+
     def window_opened(self) -> None:
         self._mark()
 
     def window_closed(self) -> None:
         self._mark()
+        quiet = stalled_s(self._moved_at, self._stopped_at, time.monotonic_ns())
+        if quiet >= STALL_S:
+            self._stall = {"stalled_s": round(quiet, 2), "stalled_in": blocked_in(self.ctx.group.threads() or [])}
 
     def stop(self) -> dict[str, Any]:
         metrics = super().stop()  # the driver first: then nothing holds the file system
         self.mounted.release()
-        metrics.update(self.mounted.facts())
+        metrics.update(self.mounted.facts(), **self._stall)
         if self.op.stops and len(self._ends) == 2:
             (t0, c0), (t1, c1) = self._ends
             rated = over_time_worked(t0, t1, c0, c1, self._stopped_at)
@@ -155,6 +182,25 @@ class FxmarkInstance(MicroInstance):
             raise PointFailed(f"{self._too_little}: too little work to rate (a shorter --warmup and --duration, "
                               "a larger -p size_gib, or no -p files or -p blocks)")
         return self._worked
+
+
+def stalled_s(moved_at: list[int], stopped_at: list[int], now: int) -> float:
+    """The longest time (s) any task that has not stopped went without its count moving, up to now."""
+    return max(((now - at) / 1e9 for at, stopped in zip(moved_at, stopped_at, strict=False) if not stopped),
+               default=0.0)
+
+
+def blocked_in(threads: list[int]) -> str:
+    """Where the threads that sleep uninterruptibly (D) wait in the kernel, their wchan's, one each."""
+    where = set()
+    for tid in threads:
+        try:
+            state = Path(f"/proc/{tid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            if state == "D":
+                where.add(Path(f"/proc/{tid}/wchan").read_text().strip() or "?")
+        except (OSError, IndexError):
+            continue
+    return ",".join(sorted(where))
 
 
 @dataclass(frozen=True)
@@ -296,6 +342,17 @@ class Fxmark(Workload):
         if not BY_NAME.get(test, OPERATIONS[0]).stops:
             return ()
         return (MetricColumn("stopped", lambda m: f"{m['stopped_share']:.0%}" if "stopped_share" in m else ""),)
+
+    metrics_shown_apart = ("stalled_s", "stalled_in")
+
+    def point_notes(self, metrics: dict[str, Any]) -> list[PointNote]:
+        """A task in one call across the window's end: the rate counts the stall up to the end alone."""
+        notes = super().point_notes(metrics)
+        if "stalled_s" in metrics:
+            where = f" in {metrics['stalled_in']}" if metrics.get("stalled_in") else ""
+            notes.append(PointNote("stalled at the end", f"STALLED (a task's count stood still the window's last "
+                                                         f"{metrics['stalled_s']:.1f} s{where})"))
+        return notes
 
 
 def check_device_size(device: str) -> None:

@@ -51,14 +51,30 @@ def list_tests(binary: Path) -> tuple[TestInfo, ...]:
     return tuple(TestInfo(*line.split("\t", 1)) for line in out.splitlines() if line)
 
 
+ADDR_NO_RANDOMIZE = 0x0040000  # <linux/personality.h>
+
+
+def address_layout(pid: int) -> str:
+    """How the driver's address space is laid out, as its tasks inherit it: "fixed" (setarch -R, or
+    kernel.randomize_va_space 0) or "randomised"."""
+    try:
+        persona = int(Path(f"/proc/{pid}/personality").read_text(), 16)
+        system = int(Path("/proc/sys/kernel/randomize_va_space").read_text())
+    except (OSError, ValueError):
+        return "unknown"
+    return "fixed" if persona & ADDR_NO_RANDOMIZE or not system else "randomised"
+
+
 class MicroInstance(Instance):
     """One native driver process on the point's CPUs: testcase `test` in `mode`, one task per CPU.
 
-    `workdir` is the directory the driver makes its scratch directory in (the file tests' files).
+    `workdir` is the directory the driver makes its scratch directory in (the file tests' files);
+    `aslr` keeps address-space randomisation on (the driver turns it off, as will-it-scale's runtest does).
     """
 
     def __init__(self, ctx: PointContext, binary: Path, test: str, mode: str, workdir: Path,
-                 params: dict[str, int] | None = None, metrics: dict[str, Any] | None = None):
+                 params: dict[str, int] | None = None, metrics: dict[str, Any] | None = None,
+                 aslr: bool = False):
         self.ctx = ctx
         self._metrics = {"driver_pid": None, **(metrics or {})}
         self.name = f"{binary.name}-{test.replace('/', '-')}-{mode}"
@@ -67,6 +83,7 @@ class MicroInstance(Instance):
         self.proc = ctx.launcher.spawn(self.name, [
             str(binary), "--test", test, "--mode", mode, "--cpus", cpulist.format(ctx.cpus),
             "--counters", str(counters), "--workdir", str(workdir), "--timeout", str(int(ctx.timeout)), *extra,
+            *(["--aslr"] if aslr else []),
         ], ctx.group)
         self._map: mmap.mmap | None = None
         self._counters: memoryview | None = None
@@ -75,6 +92,7 @@ class MicroInstance(Instance):
             wait_ready(file_ready(counters), what=f"{self.name}'s counter file", timeout=30, proc=self.proc,
                        ended=self._failure_reason)
             self._open(counters)
+            self._metrics["address_layout"] = address_layout(self.proc.pid)
             wait_ready(lambda: self._state() != STATE_STARTING, what="every task ready", timeout=300,
                        proc=self.proc, ended=self._failure_reason)
             self.check()

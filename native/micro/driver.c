@@ -427,7 +427,7 @@ static void usage(FILE *f)
 		"usage: mosbench-micro --list\n"
 		"       mosbench-micro --test NAME --cpus LIST [--mode procs|threads] [--workdir PARENT]\n"
 		"                      [--counters PATH | --warmup S --duration S] [--timeout S]\n"
-		"                      [--param NAME=INTEGER ...]\n");
+		"                      [--param NAME=INTEGER ...] [--aslr]\n");
 }
 
 static const struct micro_test *find_test(const char *name)
@@ -482,7 +482,9 @@ static int self_exe(char *buf, size_t len)
 /*
  * Runs the rest of the program with address-space randomisation off, as will-it-scale's runtest does
  * (setarch -R): where the heap and mappings land changes brk, mmap and page-fault costs by 10% or more
- * from one start to the next. One re-exec; if it cannot be had, the run goes on randomised.
+ * from one start to the next. One re-exec; if it cannot be had, the run goes on randomised. --aslr
+ * skips it, for suites whose own program runs randomised (FxMark): one fixed layout is one draw of the
+ * randomised ones, and a slow draw reads as a gap (FxMark's MRPM under setarch -R: 0.92 of its own).
  */
 static void without_aslr(char **argv)
 {
@@ -544,6 +546,7 @@ struct settings {
 	const char *workdir_parent;	/* where the scratch directory goes; NULL: /tmp */
 	const char *host_spec;		/* only in the executed host: what exec_host passed it */
 	bool standalone;		/* no --counters: the driver samples, warms up and prints a SUMMARY */
+	bool aslr;			/* keep address-space randomisation as the program started with it */
 	double warmup, duration, timeout;
 };
 
@@ -569,6 +572,7 @@ static int parse_options(int argc, char **argv, struct driver *r, struct setting
 		{ "duration", required_argument, NULL, 'd' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "param", required_argument, NULL, 'p' },
+		{ "aslr", no_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "host", required_argument, NULL, 'H' }, /* internal: the executed host (exec_host) */
 		{ 0 }
@@ -604,6 +608,7 @@ static int parse_options(int argc, char **argv, struct driver *r, struct setting
 				return 2;
 			}
 			break;
+		case 'a': s->aslr = true; break;
 		case 'h': usage(stdout); return 0;
 		case 'H': s->host_spec = optarg; break;
 		default: usage(stderr); return 2;
@@ -903,10 +908,11 @@ int main(int argc, char **argv)
 	struct outcome o;
 	pid_t host;
 
-	without_aslr(argv);
 	int rc = parse_options(argc, argv, &r, &s);
 	if (rc != GO_ON)
 		return rc;
+	if (!s.aslr)
+		without_aslr(argv); /* before the host: it and the tasks inherit the layout's personality */
 	if (s.host_spec)
 		host_resume(&r, s.host_spec); /* this is the executed host: it runs the tasks, never returns */
 	rc = set_up(argc, argv, &r, &s, &host);
