@@ -18,9 +18,11 @@ file on tmpfs, the same size), FxMark's root at the same depth below / as mosben
 system and core count once. Results are appended to --json as they come, so rounds may be run one
 flock'd invocation at a time and interleaved with other work; --report prints the table of everything
 stored: per cell the median of each tool's works/s, mosbench over FxMark's median ratio, the ratios'
-range over the rounds and the round count. `--baseline DIR` also runs the mosbench of another checkout
-(DIR, with its native/ built; a copy from before a change) in every pair, in turn with the other two, so
-one table holds the change's before and after against the same FxMark runs.
+range over the rounds and the round count, and where FxMark's own seconds ran past its --duration (a
+call that outlasted its alarm: its works/s is over that longer time) by how much. `--baseline DIR`
+also runs the mosbench of another checkout (DIR, with its native/ built; a copy from before a change) in
+every pair, in turn with the other two, so one table holds the change's before and after against the
+same FxMark runs.
 
 The file system's size (--size-gib, 4 by default; FxMark's own is 32) bounds what the operations that fill
 it take: FxMark's DWTL writes its files until the file system is full and MWUL/MWUM make files until no

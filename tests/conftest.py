@@ -59,6 +59,22 @@ def sigint_default() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def process_tree(pid: int) -> dict[int, int]:
+    """Every process below pid (children, theirs, ...), each with its parent."""
+    parent_of = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent_of[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    below: dict[int, int] = {}
+    frontier = {pid}
+    while frontier:
+        frontier = {p for p, parent in parent_of.items() if parent in frontier}
+        below.update((p, parent_of[p]) for p in frontier)
+    return below
+
+
 def mosbench(*args: str, env: dict | None = None, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mosbench", *args], capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, **(env or {})}, timeout=kw.pop("timeout", 300), **kw)

@@ -27,7 +27,7 @@ from mosbench.workloads.fxmark import (
     over_time_worked,
     stalled_s,
 )
-from tests.conftest import ROOT, mosbench, needs_native, needs_root, refused, sigint_default
+from tests.conftest import ROOT, mosbench, needs_native, needs_root, process_tree, refused, sigint_default
 
 built = pytest.mark.skipif(not os.access(ROOT / "native/build/mosbench-fxmark", os.X_OK),
                            reason="mosbench-fxmark not built (make -C native)")
@@ -128,17 +128,8 @@ def test_a_stall_is_the_longest_a_working_task_s_count_stood_still():
 
 def _leaf_tasks(pid: int) -> list[int]:
     """The driver's tasks below pid: the mosbench-fxmark processes with no child."""
-    parent_of = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parent_of[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError):
-            continue
-    below, frontier = set(), {pid}
-    while frontier:
-        frontier = {p for p, parent in parent_of.items() if parent in frontier}
-        below |= frontier
-    parents = set(parent_of[p] for p in below if p in parent_of)
+    below = process_tree(pid)
+    parents = set(below.values())
     return [p for p in below if p not in parents and _comm(p) == "mosbench-fxmark"]
 
 

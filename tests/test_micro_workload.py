@@ -8,7 +8,7 @@ import pytest
 
 from mosbench import native
 from mosbench.workloads.micro import ADDR_NO_RANDOMIZE, address_layout, filesystem_type
-from tests.conftest import needs_native
+from tests.conftest import needs_native, process_tree
 
 MOUNTINFO = """\
 22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw
@@ -28,22 +28,6 @@ def test_filesystem_type_is_the_longest_mount_holding_the_path():
     assert filesystem_type(Path("/"), "") == "unknown"
 
 
-def _descendants(pid: int) -> list[int]:
-    parents = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents[int(stat.parent.name)] = int(fields[1])
-    found, frontier = [], [pid]
-    while frontier:
-        children = [p for p, parent in parents.items() if parent in frontier]
-        found += children
-        frontier = children
-    return found
-
-
 @needs_native
 @pytest.mark.parametrize("aslr", [False, True], ids=["will-it-scale's fixed layout", "--aslr"])
 def test_the_driver_runs_without_address_randomisation_unless_asked(tmp_path, aslr):
@@ -54,7 +38,7 @@ def test_the_driver_runs_without_address_randomisation_unless_asked(tmp_path, as
                              *(["--aslr"] if aslr else [])], stdout=subprocess.DEVNULL)
     try:
         time.sleep(0.5)
-        everyone = [proc.pid, *_descendants(proc.pid)]
+        everyone = [proc.pid, *process_tree(proc.pid)]
         assert len(everyone) >= 4  # the supervisor, its host and a task per CPU
         for pid in everyone:
             persona = int(Path(f"/proc/{pid}/personality").read_text(), 16)
