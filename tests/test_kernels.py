@@ -4,16 +4,19 @@ replayed on a small git history (the real end-to-end runs are `make ab-rt` and `
 import hashlib
 import itertools
 import random
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from mosbench import cli
 from mosbench.analysis.cells import PointKey
 from mosbench.analysis.decide import State, decide
 from mosbench.errors import UserError
 from mosbench.guest import ab, bisect, kernels
+from mosbench.guest.host import Shape
 from mosbench.guest.kernels import Kernel
 from mosbench.report import rows
 from mosbench.store.db import Store, now
@@ -213,7 +216,8 @@ class FakeBooter(ab.Booter):
     """Each boot stores a run whose points' throughput the test chooses, per kernel."""
 
     def __init__(self, db: Store, rate, trials: int = 2):
-        super().__init__(db, None, 2, ["micro/getppid1"], 60, lambda line, t: None)
+        super().__init__(db, Shape(1, 2, 1, 1, 1024), 2, ["micro/getppid1", "--cores", "1,2"], 90,
+                         lambda line, t: None)
         self.rate = rate
         self.trials = trials
         self.booted: list[str] = []
@@ -247,6 +251,14 @@ def test_ab_decides_after_the_first_rounds_and_merges_each_side(tmp_path):
     merged = [db.points(r) for r in out.merged]
     assert [p["trial"] for p in merged[0]] == [1, 2, 3, 4]  # two boots of two trials, numbered on
     assert db.run(out.merged[1])["environment"]["ab"]["rounds"] == 2
+    command = db.run(out.merged[0])["command"]
+    assert command == ("mosbench ab --kernel a --kernel b --shape 1x2x1 --rounds 4 --max-rounds 12 --precision 2 "
+                       "--boot-timeout 1.5 micro/getppid1 --cores 1,2")
+    # ... and `mosbench ab` takes it back with the same choices
+    again = cli.ab.make_context("ab", shlex.split(command)[2:]).params
+    assert (again["kernel_specs"], again["shape"], again["first_rounds"], again["max_rounds"], again["precision"],
+            again["boot_timeout_min"], again["run_args"]) == (("a", "b"), "1x2x1", 4, 12, 2.0, 1.5,
+                                                               ("micro/getppid1", "--cores", "1,2"))
 
 
 def test_ab_adds_rounds_until_the_budget_and_says_so(tmp_path):

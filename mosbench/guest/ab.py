@@ -116,7 +116,11 @@ def run(booter: Booter, a: Kernel, b: Kernel, first_rounds: int, max_rounds: int
     differences = config_differences(a, b)
     if not merge:
         return Outcome(sides, [], decisions, done, differences)
-    command = shlex.join(["mosbench", "ab", "--kernel", a.spec, "--kernel", b.spec, *booter.run_args])
+    # Every choice that shaped the runs, so the stored command runs this comparison again.
+    command = shlex.join(["mosbench", "ab", "--kernel", a.spec, "--kernel", b.spec, "--shape", booter.shape.spec(),
+                          "--rounds", str(first_rounds), "--max-rounds", str(max_rounds),
+                          "--precision", f"{precision * 100:g}", "--boot-timeout", f"{booter.timeout_s / 60:g}",
+                          *booter.run_args])
     merged = [booter.db.merge_runs(s.runs, f"{s.name}: {s.kernel.release}", command,
                                    ab={"side": s.name, "rounds": len(s.runs),
                                        "config_differences": [f"{k}: {x} → {y}" for k, x, y in differences]})

@@ -66,6 +66,10 @@ class Shape:
     def smp(self) -> str:
         return f"{self.vcpus},sockets={self.sockets},cores={self.cores},threads={self.threads}"
 
+    def spec(self) -> str:
+        """As --shape takes it: SOCKETSxCORESxTHREADS."""
+        return f"{self.sockets}x{self.cores}x{self.threads}"
+
     def node_cpus(self) -> list[tuple[int, int]]:
         """First and last vCPU of each node. QEMU numbers vCPUs socket by socket (then core, then
         thread), so equal contiguous ranges put whole sockets in a node."""
@@ -228,7 +232,7 @@ class Guest:
         self.pinned = host_cpus[:shape.vcpus] if self.kvm and shape.vcpus <= len(host_cpus) else None
 
     def shape_spec(self) -> str:
-        return f"{self.shape.sockets}x{self.shape.cores}x{self.shape.threads}"
+        return self.shape.spec()
 
     def pinning(self) -> str:
         if self.pinned:
