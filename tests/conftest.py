@@ -75,6 +75,22 @@ def process_tree(pid: int) -> dict[int, int]:
     return below
 
 
+def empty_commits(tree: Path, subjects: list[str]) -> list[str]:
+    """A git tree at `tree` (made if missing) of one empty commit per subject, in order: their ids."""
+    tree.mkdir(parents=True, exist_ok=True)
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+                              check=True, capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    ids = []
+    for subject in subjects:
+        git("commit", "-q", "--allow-empty", "-m", subject)
+        ids.append(git("rev-parse", "HEAD"))
+    return ids
+
+
 def mosbench(*args: str, env: dict | None = None, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mosbench", *args], capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, **(env or {})}, timeout=kw.pop("timeout", 300), **kw)

@@ -3,7 +3,6 @@ of a change (or the commit and its parent) set against each other, or the comman
 
 import json
 import random
-import subprocess
 
 import pytest
 
@@ -17,6 +16,7 @@ from mosbench.guest.kernels import Kernel
 from mosbench.report import whatchanged
 from mosbench.run.plan import Plan
 from mosbench.store import db as store
+from tests.conftest import empty_commits
 from tests.conftest import mosbench_here as mosbench
 from tests.test_explain import KEY, LOCK, _rows
 
@@ -117,14 +117,7 @@ def test_a_change_between_two_kernels_asks_ab_to_profile_both(tmp_path):
 def _bisected(tmp_path, profiled: bool) -> tuple[store.Store, bisecting.Builder, bisecting.Outcome, list[str]]:
     """A bisection over good → c1 → c2 → bad in a small git tree: c2 is the first bad commit, its parent c1
     good; each commit booted twice (a run each), as bisect.run keeps them."""
-    src = tmp_path / "work" / "src"
-    src.mkdir(parents=True)
-    git = ["git", "-C", str(src), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run([*git, "init", "-q"], check=True)
-    commits = []
-    for name in ("good", "c1", "c2", "bad"):
-        subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", name], check=True)
-        commits.append(bisecting.git(src, "rev-parse", "HEAD"))
+    commits = empty_commits(tmp_path / "work" / "src", ["good", "c1", "c2", "bad"])
     db = store.Store(str(tmp_path / "b.sqlite"))
     rng = random.Random(2)
     runs = {c: [_run(db, i >= 2, profiled, "6.9", rng, bisect={"commit": c}) for _ in range(2)]

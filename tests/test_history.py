@@ -15,8 +15,8 @@ from mosbench.analysis import history as hist
 from mosbench.errors import UserError
 from mosbench.store.db import HistoryRow, Store
 from mosbench.testing.history_stores import CORES, Planted, fill
+from tests.conftest import empty_commits, needs_native, needs_root
 from tests.conftest import mosbench as conftest_mosbench
-from tests.conftest import needs_native, needs_root
 
 
 def built(db: Store, selections: list[str] | None = None, order: hist.Order = hist.Order.TIME,
@@ -155,13 +155,7 @@ def test_kernel_version_order_is_numeric_and_puts_release_candidates_first():
 
 def test_runs_in_kernel_order_and_commit_order(db, tmp_path):
     tree = tmp_path / "linux"
-    tree.mkdir()
-    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run([*git, "init", "-q"], check=True)
-    commits = []
-    for i in range(4):
-        subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", f"c{i}"], check=True)
-        commits.append(subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip())
+    commits = empty_commits(tree, [f"c{i}" for i in range(4)])
     kernels = ["6.10.0", "6.9.0", "6.10.0-rc1", "6.8.0"]
     ids = fill(db, 4, [], seed=8, tests=1, kernel=lambda i: kernels[i])
     with db.engine.begin():

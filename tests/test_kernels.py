@@ -20,6 +20,7 @@ from mosbench.guest.host import Shape
 from mosbench.guest.kernels import Kernel
 from mosbench.report import rows
 from mosbench.store.db import Store, now
+from tests.conftest import empty_commits
 
 NINE_P = "kernel/fs/9p/9p.ko"
 
@@ -161,10 +162,7 @@ def test_a_built_tree_and_what_a_tree_lacks(tmp_path):
     k = kernels.resolve(str(tree))
     assert (k.origin, k.release) == ("tree", "6.1.0-demo")
     assert k.commit is None and "kernel_commit" not in k.facts()  # not a git tree
-    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run([*git, "init", "-q"], check=True)
-    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "v6.1-demo"], check=True)
-    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    [head] = empty_commits(tree, ["v6.1-demo"])
     # What history orders a guest's runs by: the tree's HEAD, recorded with the kernel's facts.
     assert kernels.resolve(str(tree)).facts()["kernel_commit"] == head
 

@@ -7,7 +7,6 @@ import email.policy
 import mailbox
 import re
 import shlex
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from mosbench.report import mail as mailing
 from mosbench.run.plan import Plan
 from mosbench.store import db as store
 from mosbench.testing.history_stores import Planted, fill
+from tests.conftest import empty_commits
 from tests.conftest import mosbench_here as mosbench
 from tests.test_explain import LOCK, _rows
 
@@ -178,16 +178,8 @@ def test_a_profiled_change_gets_the_profiles_rows(profiled):
 
 def _tree(path: Path, subject: str) -> tuple[str, str]:
     """A git tree of two commits, the second with `subject`: their ids."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(path), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                              check=True, capture_output=True, text=True).stdout.strip()
-    path.mkdir()
-    git("init", "-q")
-    ids = []
-    for s in ("mm: the parent", subject):
-        git("commit", "-q", "--allow-empty", "-m", s)
-        ids.append(git("rev-parse", "HEAD"))
-    return ids[0], ids[1]
+    parent, child = empty_commits(path, ["mm: the parent", subject])
+    return parent, child
 
 
 def test_a_tree_names_the_commit_and_its_area_and_one_without_it_leaves_the_subject_out(tmp_path, profiled):

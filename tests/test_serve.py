@@ -25,7 +25,7 @@ from mosbench.store.db import Store, runs
 from mosbench.testing.history_stores import LAB_COMMITS, Planted, fill, fill_lab
 from mosbench.web import reports
 from mosbench.web.app import REPORT_POLICY, create_app
-from tests.conftest import ROOT
+from tests.conftest import ROOT, empty_commits
 
 SCRIPT = "<script>alert(1)</script>"
 EVIL_HOST = f"evil{SCRIPT}"
@@ -673,14 +673,7 @@ def test_the_command_prints_its_address_first_and_stops_on_ctrl_c(lab_store, tmp
 def test_commit_order_reads_the_kernel_tree(tmp_path):
     """--tree: the runs in the tree's commit order (not the order they ran in), those it cannot place said."""
     tree = tmp_path / "linux"
-    tree.mkdir()
-    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@example.com"]
-    subprocess.run([*git, "init", "-q"], check=True)
-    commits = []
-    for n in range(3):
-        subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", f"c{n}"], check=True)
-        commits.append(subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True,
-                                      check=True).stdout.strip())
+    commits = empty_commits(tree, [f"c{n}" for n in range(3)])
     # Measured newest commit first: commit order turns time order around.
     at = [Planted(0, 1.0, environment={"kernel_commit": commits[2]}),
           Planted(4, 1.0, environment={"kernel_commit": commits[1]}),
