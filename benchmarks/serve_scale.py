@@ -61,6 +61,7 @@ sys.path.insert(0, str(ROOT))
 
 import sqlalchemy as sa  # noqa: E402
 
+from mosbench import procfs  # noqa: E402
 from mosbench.store.db import Store, points, runs  # noqa: E402
 from mosbench.testing.history_stores import CORES, debian_releases  # noqa: E402
 
@@ -337,21 +338,8 @@ class Served:
 
     def drawing_mb(self) -> float:
         """The resident size of the server's child processes and theirs (a report's drawing), together, in MB."""
-        children: dict[int, list[int]] = {}
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                except (OSError, ValueError, IndexError):
-                    continue  # it ended meanwhile
-                children.setdefault(ppid, []).append(int(entry.name))
-        found, todo = [], list(children.get(self.proc.pid, []))
-        while todo:
-            pid = todo.pop()
-            found.append(pid)
-            todo += children.get(pid, [])
         total = 0.0
-        for pid in found:
+        for pid in procfs.descendants(self.proc.pid):
             with contextlib.suppress(OSError, StopIteration):
                 status = Path(f"/proc/{pid}/status").read_text().splitlines()
                 total += int(next(line for line in status if line.startswith("VmRSS:")).split()[1]) / 1024

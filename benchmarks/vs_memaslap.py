@@ -37,16 +37,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mosbench import cpulist, native  # noqa: E402
+from mosbench import cpulist, native, procfs  # noqa: E402
 from mosbench.workloads.memcached import server_user  # noqa: E402
 from mosbench.workloads.server import ports  # noqa: E402
-
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime: every thread of the process
 
 
 def pinned(cpus: list[int]):
@@ -72,9 +65,9 @@ def window_cpu(proc: subprocess.Popen, warmup: float, duration: float, at_warmup
         time.sleep(warmup / 2)
         at_warmup()
     time.sleep(max(0.0, t0 + warmup - time.monotonic()))
-    c0, w0 = cpu_seconds(proc.pid), time.monotonic()
+    c0, w0 = procfs.cpu_seconds(proc.pid), time.monotonic()
     time.sleep(max(0.0, w0 + duration - time.monotonic()))
-    return cpu_seconds(proc.pid) - c0, time.monotonic() - w0
+    return procfs.cpu_seconds(proc.pid) - c0, time.monotonic() - w0
 
 
 def ours(port: int, cpus: list[int], contexts: int, warmup: float, duration: float, tmp: Path) -> tuple[float, float]:

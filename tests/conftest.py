@@ -59,22 +59,6 @@ def sigint_default() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def process_tree(pid: int) -> dict[int, int]:
-    """Every process below pid (children, theirs, ...), each with its parent."""
-    parent_of = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parent_of[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-    below: dict[int, int] = {}
-    frontier = {pid}
-    while frontier:
-        frontier = {p for p, parent in parent_of.items() if parent in frontier}
-        below.update((p, parent_of[p]) for p in frontier)
-    return below
-
-
 def empty_commits(tree: Path, subjects: list[str]) -> list[str]:
     """A git tree at `tree` (made if missing) of one empty commit per subject, in order: their ids."""
     tree.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from mosbench import procfs
 from mosbench.errors import PointFailed, UserError
 from mosbench.machine import filesystem, journal
 from mosbench.workloads.fxmark import (
@@ -27,7 +28,7 @@ from mosbench.workloads.fxmark import (
     over_time_worked,
     stalled_s,
 )
-from tests.conftest import ROOT, mosbench, needs_native, needs_root, process_tree, refused, sigint_default
+from tests.conftest import ROOT, mosbench, needs_native, needs_root, refused, sigint_default
 
 built = pytest.mark.skipif(not os.access(ROOT / "native/build/mosbench-fxmark", os.X_OK),
                            reason="mosbench-fxmark not built (make -C native)")
@@ -128,7 +129,7 @@ def test_a_stall_is_the_longest_a_working_task_s_count_stood_still():
 
 def _leaf_tasks(pid: int) -> list[int]:
     """The driver's tasks below pid: the mosbench-fxmark processes with no child."""
-    below = process_tree(pid)
+    below = procfs.descendants(pid)
     parents = set(below.values())
     return [p for p in below if p not in parents and _comm(p) == "mosbench-fxmark"]
 
@@ -138,11 +139,6 @@ def _comm(pid: int) -> str:
         return Path(f"/proc/{pid}/comm").read_text().strip()
     except OSError:
         return ""
-
-
-def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @system
@@ -158,7 +154,7 @@ def test_a_task_held_across_the_window_s_end_is_said_to_have_stalled(tmp_path):
     try:
         deadline = time.monotonic() + 60
         while not held and time.monotonic() < deadline and proc.poll() is None:
-            working = [t for t in _leaf_tasks(proc.pid) if _cpu_s(t) >= 0.3]  # past the gate, counting
+            working = [t for t in _leaf_tasks(proc.pid) if procfs.cpu_seconds(t) >= 0.3]  # past the gate, counting
             if working:
                 os.kill(working[0], signal.SIGSTOP)
                 held = working[:1]

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from mosbench import native
+from mosbench import native, procfs
 from mosbench.workloads.micro import ADDR_NO_RANDOMIZE, address_layout, filesystem_type
-from tests.conftest import needs_native, process_tree
+from tests.conftest import needs_native
 
 MOUNTINFO = """\
 22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw
@@ -38,7 +38,7 @@ def test_the_driver_runs_without_address_randomisation_unless_asked(tmp_path, as
                              *(["--aslr"] if aslr else [])], stdout=subprocess.DEVNULL)
     try:
         time.sleep(0.5)
-        everyone = [proc.pid, *process_tree(proc.pid)]
+        everyone = [proc.pid, *procfs.descendants(proc.pid)]
         assert len(everyone) >= 4  # the supervisor, its host and a task per CPU
         for pid in everyone:
             persona = int(Path(f"/proc/{pid}/personality").read_text(), 16)

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mosbench import procfs
 from mosbench.errors import PointFailed, UserError
 from mosbench.machine import journal
 from mosbench.store import db as store
@@ -198,7 +199,7 @@ def _postgres_processes() -> set[int]:
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             try:
-                if d.stat().st_uid == uid and (d / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                if d.stat().st_uid == uid and procfs.state(int(d.name)) not in (None, "Z"):
                     found.add(int(d.name))
             except OSError:
                 continue

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from mosbench import procfs
 from mosbench.machine.isolation import detect_cgroups
 from tests.conftest import ROOT, mosbench, mosbench_here, needs_native, needs_root, sigint_default
 
@@ -24,10 +25,9 @@ def _leftovers(run_marker: str) -> list[str]:
         if d.name.isdigit():
             try:
                 cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-                state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
             except OSError:
                 continue
-            if run_marker in cmd and state != "Z":
+            if run_marker in cmd and procfs.state(int(d.name)) not in (None, "Z"):
                 found.append(f"{d.name}: {cmd}")
     return found
 

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+from mosbench import procfs
 from mosbench.store import db as store
 from mosbench.store.triage import STATES
 from mosbench.testing.history_stores import CORES, environment, fill_lab
@@ -332,16 +333,7 @@ def test_postgresql_many_writers_while_it_serves(cluster, tmp_path):
 def _cluster_pids(cluster: Cluster) -> list[int]:
     """The postmaster of this test's cluster (its postmaster.pid's first line) and every process it started."""
     postmaster = int((cluster.data / "postmaster.pid").read_text().splitlines()[0])
-    children = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue  # it ended meanwhile
-            if int(stat.rsplit(")", 1)[1].split()[1]) == postmaster:
-                children.append(int(entry.name))
-    return [postmaster, *children]
+    return [postmaster, *procfs.children_of(postmaster)]
 
 
 @contextlib.contextmanager

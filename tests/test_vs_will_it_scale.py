@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mosbench import procfs
 from mosbench.analysis import pairs
 from mosbench.analysis.pairs import Verdict
 from mosbench.report import pairs as table
@@ -60,11 +61,7 @@ def stand_in(tmp_path: Path, rates: dict[str, list[str]]) -> Path:
 def alive(pid: int) -> bool:
     """Running and not a zombie, after up to a second for the kill to land."""
     for _ in range(20):
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except FileNotFoundError:
-            return False
-        if state in ("Z", "X"):
+        if procfs.state(pid) in (None, "Z", "X"):
             return False
         time.sleep(0.05)
     return True

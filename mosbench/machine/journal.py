@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from mosbench import procfs
+
 SCRATCH_PREFIX = "mosbench-run"
 # The host folder a guest mounts, made anew for every boot; its name reaches the guest's kernel command line.
 GUEST_SHARE_PREFIX = f"{SCRATCH_PREFIX}vm-"
@@ -51,11 +53,8 @@ def state_dir() -> Path:
 
 def process_start_time(pid: int) -> int | None:
     """The kernel's start time of pid in ticks: with the pid, it names one process even after pid reuse."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
+    fields = procfs.stat_fields(pid)
+    return None if fields is None else int(fields[19])
 
 
 def is_same_process(pid: int, start: int | None) -> bool:

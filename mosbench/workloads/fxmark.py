@@ -16,6 +16,7 @@ its work is rated over the time it worked, FxMark's works over seconds (docs/FXM
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mosbench import native
+from mosbench import native, procfs
 from mosbench.errors import PointFailed, UserError
 from mosbench.machine import filesystem
 from mosbench.machine.filesystem import Mounted
@@ -194,12 +195,9 @@ def blocked_in(threads: list[int]) -> str:
     """Where the threads that sleep uninterruptibly (D) wait in the kernel, their wchan's, one each."""
     where = set()
     for tid in threads:
-        try:
-            state = Path(f"/proc/{tid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            if state == "D":
+        if procfs.state(tid) == "D":
+            with contextlib.suppress(OSError):  # it woke and ended meanwhile
                 where.add(Path(f"/proc/{tid}/wchan").read_text().strip() or "?")
-        except (OSError, IndexError):
-            continue
     return ",".join(sorted(where))
 
 

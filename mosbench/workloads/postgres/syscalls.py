@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -41,20 +40,6 @@ def unavailable() -> str | None:
     if probe.returncode != 0 or any("not supported" in line or "<not" in line for line in said):
         return f"perf cannot count syscall tracepoints: {said[-1] if said else f'status {probe.returncode}'}"
     return None
-
-
-def children_of(pid: int) -> list[int]:
-    """The processes whose parent is pid (a postmaster's backends and helpers), from /proc."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            stat = Path(entry.path, "stat").read_text()
-            # The command name may hold spaces and parentheses: the fields after the last ')' are fixed.
-            if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
-                found.append(int(entry.name))
-    return sorted(found)
 
 
 class SyscallCounter(PerfControl):

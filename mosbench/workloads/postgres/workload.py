@@ -38,6 +38,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mosbench import procfs
 from mosbench.errors import PointFailed, UserError
 from mosbench.launch.ready import wait_ready
 from mosbench.workloads.base import (
@@ -296,7 +297,7 @@ class PostgresInstance(ServerInstance):
             time.sleep(0.01)
         try:
             self.counter = syscalls.SyscallCounter(self.ctx.launcher, self.ctx.run.group,
-                                                   [postmaster, *syscalls.children_of(postmaster)], self.ctx.scratch)
+                                                   [postmaster, *procfs.children_of(postmaster)], self.ctx.scratch)
         except OSError as e:
             self.syscalls_absent = str(e)
 
