@@ -166,12 +166,17 @@ def build(lab: Lab) -> Overview:
         for alert in summary.alerts:
             if triage.alert_state(alert.key()) == UNTRIAGED:
                 untriaged[alert.hostname] = untriaged.get(alert.hostname, 0) + 1
+    cells, workloads = _cells_of(lab, histories)
     now = dt.datetime.now(dt.UTC)
-    cells = {host: lab.kept("overview cells", h, _cells) for host, h in histories.items()}
-    workloads = tuple(sorted({w for c in cells.values() for w in c}))
     machines = tuple(_row(host, h, cells[host], workloads, untriaged.get(host, 0), now)
                      for host, h in sorted(histories.items()))
     return Overview(machines, workloads, len(summaries), sum(untriaged.values()), False, len(machines), RELOAD_S)
+
+
+def _cells_of(lab: Lab, histories: dict[str, History]) -> tuple[dict[str, dict[str, Scaling]], tuple[str, ...]]:
+    """Each machine's cells (kept per history), and every workload any of them ran, by name."""
+    cells = {host: lab.kept("overview cells", h, _cells) for host, h in histories.items()}
+    return cells, tuple(sorted({w for c in cells.values() for w in c}))
 
 
 def _while_computing(lab: Lab) -> Overview:
@@ -179,9 +184,8 @@ def _while_computing(lab: Lab) -> Overview:
     newest run, the cells of those computed so far, no untriaged counts (a summary holds every machine's)."""
     histories = {host: m.history for host, m in lab.alerts.computed().items()}
     fresh = alerts.freshness(lab.db)
+    cells, workloads = _cells_of(lab, histories)
     now = dt.datetime.now(dt.UTC)
-    cells = {host: lab.kept("overview cells", h, _cells) for host, h in histories.items()}
-    workloads = tuple(sorted({w for c in cells.values() for w in c}))
     machines = tuple(_row(host, histories[host], cells[host], workloads, None, now) if host in histories else
                      _computing_row(host, fresh[host], lab.run(fresh[host].newest_run), workloads, now)
                      for host in sorted(set(fresh) | set(histories)))
