@@ -106,6 +106,9 @@ def test_an_operation_that_may_stop_keeps_the_share_of_the_window_it_was_stopped
             assert 0 <= m["stopped_share"] < 1 - MIN_WORKED and m["sampled_work"] <= work * 1.01, (test, m)
         else:
             assert "stopped_share" not in m and "sampled_work" not in m, test
+    # The share is the table's `stopped` column, not repeated among the workload's own metrics.
+    shown = mosbench("show", "latest", "--wide", "--store", str(db)).stdout
+    assert "stopped" in shown and "stopped_share=" not in shown, shown
 
 
 def test_a_task_that_stopped_is_rated_over_the_time_it_worked():
@@ -172,8 +175,9 @@ def test_a_task_held_across_the_window_s_end_is_said_to_have_stalled(tmp_path):
     status, metrics = sqlite3.connect(db).execute("select status, metrics from points").fetchone()
     m = json.loads(metrics)
     assert status == "ok" and 1.5 <= m["stalled_s"] <= 3.1 and m["stalled_in"] == "", m  # stopped, not in D
-    show = mosbench("show", "latest", "--store", str(db))
-    assert "stalled at the end" in show.stdout, show.stdout
+    show = mosbench("show", "latest", "--wide", "--store", str(db))
+    # The limit column counts the note; how long and where stay in the workload's own metrics beside it.
+    assert "stalled at the end" in show.stdout and "stalled_s=" in show.stdout, show.stdout
 
 
 @system

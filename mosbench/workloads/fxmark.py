@@ -341,8 +341,6 @@ class Fxmark(Workload):
             return ()
         return (MetricColumn("stopped", lambda m: f"{m['stopped_share']:.0%}" if "stopped_share" in m else ""),)
 
-    metrics_shown_apart = ("stalled_s", "stalled_in")
-
     def point_notes(self, metrics: dict[str, Any]) -> list[PointNote]:
         """A task in one call across the window's end: the rate counts the stall up to the end alone."""
         notes = super().point_notes(metrics)
